@@ -1,0 +1,3 @@
+"""ktwizard: plan, launch and monitor SGLang + KTransformers servers for giant MoE models."""
+
+__version__ = "0.1.0"

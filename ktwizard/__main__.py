@@ -1,0 +1,3 @@
+from ktwizard.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""probe: the live host (or a recorded one) -> HostProfile."""

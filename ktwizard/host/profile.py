@@ -1,0 +1,177 @@
+"""HostProfile: what the machine is, as one frozen, serialisable value.
+
+Missing facts are None with a reason string beside them ("unknown, because ..."), never a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    used_memory: int | None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class GPU:
+    index: int
+    name: str
+    memory_total: int
+    memory_free: int
+    memory_used: int
+    # Driver-reserved memory, from NVML's v2 memory call; None when only v1 answered (then `used` includes it).
+    memory_reserved: int | None = None
+    uuid: str = ""
+    pci_bus_id: str = ""
+    compute_capability: str = ""
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    power_limit_w: float | None = None
+    numa_node: int | None = None
+    numa_reason: str | None = None
+    visible: bool = True
+    processes: tuple[GpuProcess, ...] = ()
+
+    @property
+    def cc_major(self) -> int:
+        try:
+            return int(self.compute_capability.split(".")[0])
+        except ValueError:
+            return 0
+
+
+@dataclass(frozen=True)
+class GpuInventory:
+    available: bool
+    reason: str | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    nvml_version: str | None = None
+    cuda_visible_devices: str | None = None
+    devices: tuple[GPU, ...] = ()
+
+    @property
+    def visible(self) -> tuple[GPU, ...]:
+        return tuple(g for g in self.devices if g.visible)
+
+
+@dataclass(frozen=True)
+class CpuThread:
+    cpu: int
+    package: int
+    core: int
+    node: int | None = None
+
+
+@dataclass(frozen=True)
+class CPU:
+    vendor: str
+    brand: str
+    family: int | None
+    model: int | None
+    stepping: int | None
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    online_cpus: tuple[int, ...]
+    usable_cpus: tuple[int, ...]
+    flags: tuple[str, ...]
+    threads: tuple[CpuThread, ...] = ()
+    cpu_quota: float | None = None  # cgroup CPU quota in cores; None when unlimited or unknown
+    base_mhz: float | None = None
+    hypervisor: bool = False
+
+    @property
+    def physical_cores(self) -> int:
+        return self.sockets * self.cores_per_socket
+
+    @property
+    def usable_physical_cores(self) -> int:
+        """Physical cores this process may run on (SMT siblings counted once), capped by the CPU quota."""
+        usable = set(self.usable_cpus)
+        if self.threads:
+            cores = len({(t.package, t.core) for t in self.threads if t.cpu in usable})
+        else:
+            cores = max(1, len(usable) // max(1, self.threads_per_core))
+        if self.cpu_quota is not None:
+            cores = min(cores, max(1, int(self.cpu_quota)))
+        return cores
+
+    def has(self, *flags: str) -> bool:
+        return all(f in self.flags for f in flags)
+
+
+@dataclass(frozen=True)
+class NumaNode:
+    id: int
+    cpus: tuple[int, ...]
+    memory_total: int | None
+    memory_free: int | None
+    distances: tuple[int, ...] = ()
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Memory:
+    total: int
+    available: int
+    swap_total: int = 0
+    swap_free: int = 0
+    hugepages_2m_total: int = 0
+    hugepages_2m_free: int = 0
+    hugepages_1g_total: int = 0
+    hugepages_1g_free: int = 0
+    thp_mode: str | None = None
+    cgroup_limit: int | None = None  # bytes; None when unlimited or unknown
+    memlock_limit: int | None = None  # bytes; None when unlimited
+    memlock_known: bool = True
+
+    @property
+    def usable(self) -> int:
+        """What the server can count on: the smaller of RAM and the cgroup limit."""
+        return min(self.total, self.cgroup_limit) if self.cgroup_limit else self.total
+
+
+@dataclass(frozen=True)
+class Disk:
+    path: str
+    free: int | None = None
+    total: int | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Engine:
+    reachable: bool
+    reason: str | None = None
+    server_version: str | None = None
+    runtimes: tuple[str, ...] = ()
+    default_runtime: str | None = None
+    cdi_devices: tuple[str, ...] = ()
+
+    @property
+    def nvidia_runtime(self) -> bool:
+        return "nvidia" in self.runtimes or any(d.startswith("nvidia.com/gpu") for d in self.cdi_devices)
+
+
+@dataclass(frozen=True)
+class HostProfile:
+    cpu: CPU
+    memory: Memory
+    gpus: GpuInventory
+    numa_nodes: tuple[NumaNode, ...] = ()
+    disk: Disk | None = None
+    engine: Engine = field(default_factory=lambda: Engine(reachable=False, reason="not probed"))
+    hostname: str = ""
+    kernel: str = ""
+    source: str = "live"
+    schema: int = SCHEMA
+
+    @property
+    def visible_gpus(self) -> tuple[GPU, ...]:
+        return self.gpus.visible

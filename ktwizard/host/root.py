@@ -1,0 +1,66 @@
+"""Read the host through a root folder, so a recorded machine (`--root DIR`) replays like the live one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class Root:
+    def __init__(self, root: str | Path = "/") -> None:
+        self.path = Path(root)
+        self.live = self.path == Path("/")
+
+    def file(self, rel: str) -> Path:
+        return self.path / rel.lstrip("/")
+
+    def read(self, rel: str) -> str | None:
+        """The file's text, or None when it is missing or unreadable (a container without /sys, say)."""
+        try:
+            return self.file(rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+
+    def first_line(self, rel: str) -> str | None:
+        text = self.read(rel)
+        return text.strip().splitlines()[0].strip() if text and text.strip() else None
+
+    def glob(self, pattern: str) -> list[Path]:
+        return sorted(self.path.glob(pattern.lstrip("/")))
+
+
+def parse_cpu_list(text: str | None) -> tuple[int, ...]:
+    """'0-3,8,10-11' -> (0, 1, 2, 3, 8, 10, 11); empty or None -> ()."""
+    if not text:
+        return ()
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.extend(range(int(lo), int(hi) + 1))
+        else:
+            cpus.append(int(part))
+    return tuple(sorted(set(cpus)))
+
+
+def parse_kv(text: str | None, sep: str = ":") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        if sep in line:
+            k, v = line.split(sep, 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def kb(value: str | None) -> int | None:
+    """'131961788 kB' -> bytes."""
+    if not value:
+        return None
+    parts = value.split()
+    try:
+        n = int(parts[0])
+    except (ValueError, IndexError):
+        return None
+    return n * 1024 if len(parts) > 1 and parts[1].lower() == "kb" else n

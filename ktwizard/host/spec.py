@@ -1,0 +1,122 @@
+"""A host the user does not own yet, from the short hand-written spec in DESIGN.md, or a saved profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ktwizard.errors import BadInput
+from ktwizard.host.isa import normalise_flags
+from ktwizard.host.profile import CPU, GPU, CpuThread, Engine, GpuInventory, HostProfile, Memory, NumaNode
+from ktwizard.serial import from_data, read_structured
+from ktwizard.units import GiB
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets" / "hosts"
+
+
+def _number(d: dict, key: str, where: str, minimum: float = 0, required: bool = True) -> Any:
+    if key not in d:
+        if required:
+            raise BadInput(f"{where}: missing key '{key}'")
+        return None
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, int | float) or v <= minimum - 1e-12 or v > 1e7:
+        raise BadInput(f"{where}: '{key}' must be a number above {minimum:g}, got {v!r}")
+    return v
+
+
+def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfile:
+    if not isinstance(spec, dict):
+        raise BadInput(f"{where}: expected a mapping with gpus, cpu, numa_nodes and memory_gib")
+    gpus: list[GPU] = []
+    for i, g in enumerate(spec.get("gpus") or []):
+        if not isinstance(g, dict):
+            raise BadInput(f"{where}: gpus[{i}] must be a mapping")
+        total = int(_number(g, "memory_gib", f"{where}: gpus[{i}]", 1) * GiB)
+        used = int((_number(g, "used_gib", f"{where}: gpus[{i}]", 0, required=False) or 0) * GiB)
+        for _ in range(int(_number(g, "count", f"{where}: gpus[{i}]", 1, required=False) or 1)):
+            gpus.append(
+                GPU(
+                    index=len(gpus),
+                    name=str(g.get("name", "GPU")),
+                    memory_total=total,
+                    memory_free=total - used,
+                    memory_used=used,
+                    compute_capability=str(g.get("compute_capability", "")),
+                )
+            )
+    c = spec.get("cpu")
+    if not isinstance(c, dict):
+        raise BadInput(f"{where}: missing key 'cpu' (a mapping with model, sockets, cores_per_socket, flags)")
+    sockets = int(_number(c, "sockets", f"{where}: cpu", 1, required=False) or 1)
+    cores = int(_number(c, "cores_per_socket", f"{where}: cpu", 1))
+    tpc = int(_number(c, "threads_per_core", f"{where}: cpu", 1, required=False) or 1)
+    n_nodes = int(_number(spec, "numa_nodes", where, 1, required=False) or sockets)
+    memory = int(_number(spec, "memory_gib", where, 1) * GiB)
+    # Linux numbers the first thread of every core first, then the SMT siblings.
+    threads = [
+        CpuThread(cpu=t * sockets * cores + s * cores + k, package=s, core=k)
+        for t in range(tpc)
+        for s in range(sockets)
+        for k in range(cores)
+    ]
+    per_node = max(1, sockets * cores // n_nodes)
+    threads = [CpuThread(t.cpu, t.package, t.core, node=min(n_nodes - 1, (t.package * cores + t.core) // per_node)) for t in threads]
+    cpus = tuple(sorted(t.cpu for t in threads))
+    nodes = tuple(
+        NumaNode(
+            id=n,
+            cpus=tuple(sorted(t.cpu for t in threads if t.node == n)),
+            memory_total=memory // n_nodes,
+            memory_free=memory // n_nodes,
+            distances=tuple(10 if m == n else 21 for m in range(n_nodes)),
+        )
+        for n in range(n_nodes)
+    )
+    flags = c.get("flags") or []
+    if not isinstance(flags, list):
+        raise BadInput(f"{where}: cpu.flags must be a list such as [avx2, avx512f]")
+    return HostProfile(
+        cpu=CPU(
+            vendor=str(c.get("vendor", "")),
+            brand=str(c.get("model", "")),
+            family=None,
+            model=None,
+            stepping=None,
+            sockets=sockets,
+            cores_per_socket=cores,
+            threads_per_core=tpc,
+            online_cpus=cpus,
+            usable_cpus=cpus,
+            flags=normalise_flags([str(f) for f in flags]),
+            threads=tuple(threads),
+        ),
+        memory=Memory(total=memory, available=memory, memlock_limit=None),
+        gpus=GpuInventory(available=bool(gpus), reason=None if gpus else "the spec lists no GPU", devices=tuple(gpus)),
+        numa_nodes=nodes,
+        engine=Engine(reachable=False, reason="hand-written host: not probed"),
+        hostname=str(spec.get("name", "spec")),
+        source="spec",
+    )
+
+
+def host_from_data(data: Any, where: str) -> HostProfile:
+    """A saved HostProfile (from `probe --save`) or a hand-written spec, told apart by their keys."""
+    if isinstance(data, dict) and "schema" in data and "gpus" in data and isinstance(data.get("gpus"), dict):
+        return from_data(HostProfile, data, where)
+    return host_from_spec(data, where)
+
+
+def bundled_hosts() -> list[str]:
+    return sorted(p.stem for p in ASSETS.glob("*.yaml"))
+
+
+def load_host(ref: str) -> HostProfile:
+    """--host takes a file path, or the name of a bundled profile in assets/hosts/."""
+    path = Path(ref)
+    if path.exists():
+        return host_from_data(read_structured(path), str(path))
+    bundled = ASSETS / f"{ref}.yaml"
+    if bundled.exists():
+        return host_from_data(read_structured(bundled), f"bundled host '{ref}'")
+    raise BadInput(f"--host {ref}: no such file and no bundled host of that name (bundled: {', '.join(bundled_hosts())})")
