@@ -217,3 +217,18 @@ def test_cli_probe_json_save_and_no_textual(tmp_path: Path):
     import sys
 
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_recorded_real_nvml_run_agrees_with_nvidia_smi():
+    """Recorded on the H200 device while a torch process held 6.5 GiB: `ktwizard probe --json` vs nvidia-smi."""
+    dev = Path(__file__).resolve().parent / "fixtures" / "device"
+    profile = from_data(HostProfile, json.loads((dev / "probe-busy.json").read_text()))
+    smi = (dev / "smi-busy.txt").read_text()
+    total_mib, used_mib = map(int, re.search(r"^0, (\d+) MiB, (\d+) MiB", smi, re.M).groups())
+    pid, proc_mib = map(int, re.search(r"^(\d+), (\d+) MiB", smi.split("pid,")[1].split("\n", 1)[1], re.M).groups())
+    (gpu,) = profile.gpus.devices
+    assert gpu.memory_total // 2**20 == total_mib
+    assert gpu.memory_used // 2**20 == used_mib  # nvidia-smi's used is v2's used: reserve apart
+    assert gpu.processes[0].pid == pid and gpu.processes[0].used_memory // 2**20 == proc_mib
+    reserved_mib = int((dev / "smi-before.txt").read_text().strip().splitlines()[1].split(",")[4].split()[0])
+    assert gpu.memory_reserved // 2**20 == reserved_mib
