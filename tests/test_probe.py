@@ -227,8 +227,12 @@ def test_recorded_real_nvml_run_agrees_with_nvidia_smi():
     total_mib, used_mib = map(int, re.search(r"^0, (\d+) MiB, (\d+) MiB", smi, re.M).groups())
     pid, proc_mib = map(int, re.search(r"^(\d+), (\d+) MiB", smi.split("pid,")[1].split("\n", 1)[1], re.M).groups())
     (gpu,) = profile.gpus.devices
-    assert gpu.memory_total // 2**20 == total_mib
-    assert gpu.memory_used // 2**20 == used_mib  # nvidia-smi's used is v2's used: reserve apart
-    assert gpu.processes[0].pid == pid and gpu.processes[0].used_memory // 2**20 == proc_mib
+
+    def mib(n: int) -> int:  # nvidia-smi rounds MiB up
+        return -(-n // 2**20)
+
+    assert mib(gpu.memory_total) == total_mib
+    assert mib(gpu.memory_used) == used_mib  # nvidia-smi's used is v2's used: reserve apart
+    assert gpu.processes[0].pid == pid and mib(gpu.processes[0].used_memory) == proc_mib
     reserved_mib = int((dev / "smi-before.txt").read_text().strip().splitlines()[1].split(",")[4].split()[0])
-    assert gpu.memory_reserved // 2**20 == reserved_mib
+    assert mib(gpu.memory_reserved) == reserved_mib
