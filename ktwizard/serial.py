@@ -110,11 +110,13 @@ def dump_yaml(value: Any) -> str:
 
 
 def load_yaml_text(text: str, where: str) -> Any:
-    """safe_load only; a syntax error becomes one line naming the file and the line."""
+    """Safe loading only (the C SafeLoader when libyaml is there: same rules, ten times faster); a syntax error
+    becomes one line naming the file and the line."""
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, never the full one
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

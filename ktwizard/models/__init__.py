@@ -1,0 +1,1 @@
+"""Model knowledge: presets and exact checkpoint inspection -> ModelSpec."""

@@ -1,0 +1,62 @@
+"""Arch + bytes per tensor -> ModelSpec (bytes from headers when there is a checkpoint, else the inventory)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ktwizard.models.classify import classify
+from ktwizard.models.config import Arch
+from ktwizard.models.inventory import tensors
+from ktwizard.models.spec import GROUPS, LayerBytes, ModelSpec
+
+
+def _sums(items: Iterable[tuple[str, int]], layers: int) -> tuple[dict[str, int], dict[int, list[int]]]:
+    groups = dict.fromkeys(GROUPS, 0)
+    per_layer: dict[int, list[int]] = {i: [0, 0] for i in range(layers)}
+    for name, n in items:
+        group, layer = classify(name, layers)
+        groups[group] += n
+        if layer is not None and layer < layers and group not in ("mtp", "vision"):
+            per_layer[layer][1 if group == "routed_experts" else 0] += n
+    return groups, per_layer
+
+
+def inventory_bytes(arch: Arch) -> Iterable[tuple[str, int]]:
+    for t in tensors(arch):
+        yield t.name, t.nbytes * t.count
+
+
+def build_spec(arch: Arch, model_id: str, name: str = "", source: str = "", byte_items: Iterable[tuple[str, int]] | None = None) -> ModelSpec:
+    params, _ = _sums(((t.name, t.params * t.count) for t in tensors(arch)), arch.layers)
+    exact = byte_items is not None
+    groups, per_layer = _sums(byte_items if exact else inventory_bytes(arch), arch.layers)
+    if not exact:
+        for group, n in arch.estimated:
+            groups[group] = groups.get(group, 0) + n
+    return ModelSpec(
+        architecture=arch.architecture,
+        model_type=arch.model_type,
+        layers=arch.layers,
+        hidden=arch.hidden,
+        dense_intermediate=arch.dense_intermediate,
+        moe_intermediate=arch.moe_intermediate,
+        shared_intermediate=arch.shared_intermediate,
+        routed_experts=arch.routed_experts,
+        experts_per_token=arch.experts_per_token,
+        shared_experts=arch.shared_experts,
+        moe_layers=arch.moe_layers,
+        vocab=arch.vocab,
+        tied_embeddings=arch.tied,
+        attention=arch.attention,
+        max_context=arch.max_context,
+        expert_format=arch.expert_format,
+        other_format=arch.other_format,
+        bytes_by_group={g: v for g, v in groups.items() if v and g != "mtp"},
+        params_by_group={g: v for g, v in params.items() if v},
+        per_layer=tuple(LayerBytes(i, ne, r) for i, (ne, r) in sorted(per_layer.items())),
+        id=model_id,
+        name=name,
+        source=source,
+        exact=exact,
+        mtp_bytes=groups.get("mtp", 0),
+    )

@@ -1,0 +1,72 @@
+"""Storage formats of weights and the bytes one routed expert takes in each.
+
+One routed expert is three matrices: gate [I, H], up [I, H], down [H, I] (reference/model-facts.md §2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+DTYPE_BYTES = {
+    "BF16": 2, "F16": 2, "F32": 4, "F64": 8, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1,
+    "I8": 1, "U8": 1, "I16": 2, "I32": 4, "I64": 8, "BOOL": 1,
+}
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    kind: str  # bf16 | fp8_block | fp8_channel | int4_group | mxfp4 | mxfp8
+    block: int = 0  # FP8 block edge (128) or INT4 / MX group size
+    label: str = ""
+
+    def describe(self) -> str:
+        return self.label or {
+            "bf16": "BF16",
+            "fp8_block": f"FP8 e4m3, {self.block}x{self.block} blocks",
+            "fp8_channel": "FP8 e4m3, per-channel",
+            "int4_group": f"INT4 group {self.block} (compressed-tensors)",
+            "mxfp4": "MXFP4 (e2m1 + ue8m0 per 32)",
+            "mxfp8": "MXFP8 (e4m3 + ue8m0 per 32)",
+        }.get(self.kind, self.kind)
+
+
+BF16 = WeightFormat("bf16")
+
+
+def linear_bytes(fmt: WeightFormat, out_f: int, in_f: int) -> int:
+    """Bytes of one [out, in] linear weight in a checkpoint format, scales included."""
+    if fmt.kind == "bf16":
+        return out_f * in_f * 2
+    if fmt.kind == "fp8_block":
+        b = fmt.block
+        return out_f * in_f + 4 * ceil(out_f / b) * ceil(in_f / b)
+    if fmt.kind == "fp8_channel":
+        return out_f * in_f + 4 * out_f
+    if fmt.kind == "int4_group":
+        return out_f * in_f // 2 + 2 * out_f * (in_f // fmt.block) + 8  # packed int32, bf16 scales, int32[2] shape
+    if fmt.kind in ("mxfp4", "mxfp8"):
+        data = out_f * in_f // 2 if fmt.kind == "mxfp4" else out_f * in_f
+        return data + out_f * (in_f // 32)
+    raise ValueError(f"unknown weight format {fmt.kind}")
+
+
+def expert_bytes(fmt: WeightFormat, hidden: int, inter: int) -> int:
+    return 2 * linear_bytes(fmt, inter, hidden) + linear_bytes(fmt, hidden, inter)
+
+
+# CPU-side layouts of kt-kernel's methods (reference/model-facts.md §2, kt-kernel amx_buffers.hpp / k2-moe.hpp).
+def cpu_expert_bytes(method: str, hidden: int, inter: int, group: int = 32, native: int | None = None) -> int | None:
+    """Bytes one routed expert takes in host RAM under a kt-method; None when ktwizard cannot size it."""
+    n = 3 * hidden * inter
+    rows = 2 * inter + hidden
+    if method == "AMXINT4":
+        return n // 2 + 4 * rows  # int4 + one fp32 scale per output row
+    if method == "AMXINT8":
+        return n + 4 * rows  # int8 + one fp32 scale per row (assumed, reference §7)
+    if method == "RAWINT4":
+        # the INT4 checkpoint as-is, but k2-moe.hpp widens its bf16 group scales to fp32 in RAM
+        return n // 2 + 4 * (2 * inter * (hidden // group) + hidden * (inter // group))
+    if method in ("FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8"):
+        return native
+    return None

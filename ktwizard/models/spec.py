@@ -1,0 +1,130 @@
+"""ModelSpec: architecture facts and exact weight bytes per tensor group, as one frozen value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ktwizard.models.formats import WeightFormat
+
+GROUPS = ("attention", "dense_mlp", "shared_experts", "router", "norms", "embeddings", "lm_head", "routed_experts", "mtp", "vision", "other")
+# What stays on every GPU whatever the expert placement (a vision tower loads with the model; MTP layers
+# load only for speculative decoding, which ktwizard does not plan).
+NON_EXPERT_GROUPS = ("attention", "dense_mlp", "shared_experts", "router", "norms", "embeddings", "lm_head", "vision", "other")
+
+
+@dataclass(frozen=True)
+class Attention:
+    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear
+    heads: int
+    kv_heads: int
+    head_dim: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+    full_attention_layers: int = 0  # layers holding per-token KV (all, for plain models)
+    sliding_window: int = 0
+    linear_key_heads: int = 0
+    linear_key_head_dim: int = 0
+    linear_value_heads: int = 0
+    linear_value_head_dim: int = 0
+    linear_conv_kernel: int = 0
+
+
+@dataclass(frozen=True)
+class LayerBytes:
+    layer: int
+    non_expert: int
+    routed: int
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    architecture: str
+    model_type: str
+    layers: int
+    hidden: int
+    dense_intermediate: int
+    moe_intermediate: int
+    shared_intermediate: int
+    routed_experts: int
+    experts_per_token: int
+    shared_experts: int
+    moe_layers: tuple[int, ...]
+    vocab: int
+    tied_embeddings: bool
+    attention: Attention
+    max_context: int
+    expert_format: WeightFormat
+    other_format: WeightFormat
+    bytes_by_group: dict[str, int]
+    params_by_group: dict[str, int]
+    per_layer: tuple[LayerBytes, ...]
+    # Who it is does not change what it is: a preset equals the spec read from its checkpoint.
+    id: str = field(default="", compare=False)
+    name: str = field(default="", compare=False)
+    source: str = field(default="", compare=False)
+    exact: bool = field(default=False, compare=False)  # True when bytes were read from safetensors headers
+    # MTP / next-n layers a checkpoint carries: loaded only for speculative decoding, so apart from the groups.
+    mtp_bytes: int = field(default=0, compare=False)
+
+    @property
+    def moe_layer_count(self) -> int:
+        return len(self.moe_layers)
+
+    @property
+    def non_expert_bytes(self) -> int:
+        return sum(self.bytes_by_group.get(g, 0) for g in NON_EXPERT_GROUPS)
+
+    @property
+    def routed_bytes(self) -> int:
+        return self.bytes_by_group.get("routed_experts", 0)
+
+    @property
+    def expert_bytes_native(self) -> int:
+        """One routed expert as stored in the checkpoint (the GPU-side format)."""
+        return self.routed_bytes // max(1, self.moe_layer_count * self.routed_experts)
+
+    @property
+    def layer_routed_bytes(self) -> int:
+        return self.expert_bytes_native * self.routed_experts
+
+    @property
+    def params_total(self) -> int:
+        return sum(v for g, v in self.params_by_group.items() if g not in ("mtp", "vision"))
+
+    @property
+    def params_active(self) -> int:
+        """Parameters touched per token: everything but the routed experts, plus top-k of them."""
+        routed = self.params_by_group.get("routed_experts", 0)
+        per_expert = routed // max(1, self.moe_layer_count * self.routed_experts)
+        return self.params_total - routed + per_expert * self.experts_per_token * self.moe_layer_count
+
+    def kv_cell_bytes(self, tp: int = 1, dtype_bytes: int = 2) -> int:
+        """SGLang's cell_size: KV bytes per token over all layers on one TP rank."""
+        a = self.attention
+        layers = a.full_attention_layers or self.layers
+        if a.kind.startswith("mla"):
+            cell = (a.kv_lora_rank + a.qk_rope_head_dim) * layers * dtype_bytes
+            if a.kind == "mla_nsa":  # fp8 index keys + an fp32 scale per 128 (already fp8 whatever the KV dtype)
+                cell += (a.index_head_dim + a.index_head_dim // 128 * 4) * layers
+            return cell
+        kv_per_rank = max(1, a.kv_heads // tp)
+        return 2 * kv_per_rank * a.head_dim * layers * dtype_bytes
+
+    def per_request_state_bytes(self, tp: int = 1) -> int:
+        """Fixed state a running request keeps whatever its length (linear-attention / sliding windows)."""
+        a = self.attention
+        if a.kind == "hybrid_linear":
+            linear_layers = self.layers - a.full_attention_layers
+            kh, kd, vh, vd = a.linear_key_heads, a.linear_key_head_dim, a.linear_value_heads, a.linear_value_head_dim
+            conv = (2 * kh * kd + vh * vd) * (a.linear_conv_kernel - 1) * 2
+            ssm = vh * kd * vd * 4
+            return (conv + ssm) * linear_layers // tp
+        if a.kind == "gqa_swa":
+            swa_layers = self.layers - a.full_attention_layers
+            return 2 * max(1, a.kv_heads // tp) * a.head_dim * swa_layers * 2 * a.sliding_window
+        return 0
