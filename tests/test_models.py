@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import SHARED, run_cli
+from safetensors_fixture import nbytes, write_checkpoint, write_shard
+
 from ktwizard.errors import BadInput
 from ktwizard.models.inspect import inspect_checkpoint
 from ktwizard.models.presets import all_presets, get_preset
-from safetensors_fixture import nbytes, write_checkpoint, write_shard
 
 FACTS = {n: yaml.safe_load(b) for n, b in re.findall(r"### (\S+)\n\n```yaml\n(.*?)```", (SHARED / "reference/model-facts.md").read_text(), re.S)}
 BLOCK = {"deepseek-r1": "deepseek-v3", "glm-4.6": "glm-4.6-4.7", "glm-4.7": "glm-4.6-4.7"}

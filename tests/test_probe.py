@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import HOSTS, SHARED, run_cli
+
 from ktwizard.host.isa import kt_variant, normalise_flags
 from ktwizard.host.probe import probe
 from ktwizard.host.profile import HostProfile

@@ -1,0 +1,45 @@
+"""Every constant the memory model uses, named, with where it comes from.
+
+Measured: ../shared/fixtures/hosts/h200-1gpu-xeon-amx/cuda-overhead.json (H200, driver 580.159.04, torch 2.11).
+SGLang: sglang-kt 0.7.2 server_args (reference/sglang-runtime-facts.md). Estimates are marked as such.
+"""
+
+from __future__ import annotations
+
+from ktwizard.units import GiB, MiB
+
+# --- measured on a real H200 (cuda-overhead.json, python-probes.json) ---
+DRIVER_RESERVE = 644_939_776  # NVML v2 `reserved` on an idle H200; used when the GPU's own reading is unknown
+CUDA_CONTEXT = 1_295_908_864 - 644_939_776  # after_context - idle_used: 621 MiB for a torch CUDA context
+CUBLAS_WORKSPACE = (10_257_039_360 - 9_885_843_456) - (8_894_021_632 - 8_592_031_744)  # matmul growth minus torch pool: 66 MiB
+
+# --- SGLang's own coefficients (ServerArgs._handle_gpu_memory_settings reserve formula) ---
+GRAPH_BASE = 512 * MiB  # the formula's fixed 512 MiB term
+GRAPH_PER_BS = 2 * MiB  # cuda_graph_max_bs x 2 MiB
+NCCL_PER_TP = GiB // 8  # tp x pp / 8 x 1024 MiB: NCCL and custom all-reduce buffers
+
+# --- estimates (conservative; every plan says they are estimates) ---
+# Prefill activations per token of a chunk: ~12 live hidden-size copies (residual, norms, attention in/out, MoE
+# in/out) plus the expanded attention and routed-expert intermediates, in bf16.
+ACT_HIDDEN_COPIES = 12
+FLASHINFER_WORKSPACE = 256 * MiB  # attention backend workspace buffers
+HEADROOM_FRACTION = 0.03  # fragmentation and unmodelled allocations, per GPU (peer-memory-estimators §5.3 rule 10)
+HEADROOM_MIN = 1 * GiB
+
+# --- host side ---
+HOST_PROCESS = 8 * GiB  # SGLang server process: Python, torch, CUDA and NCCL host libraries (estimate)
+OS_RESERVE_FRACTION = 0.04  # kernel, page tables, other services
+OS_RESERVE_MIN = 4 * GiB
+LOAD_PAGE_CACHE = 10 * GiB  # one safetensors shard in flight through the page cache while loading (estimate)
+# kt-kernel keeps per weight tensor a double buffer of two experts in /dev/shm, pinned (kt_ep_wrapper.py)
+KT_SHM_EXPERTS = 2
+
+# --- SGLang defaults by GPU memory (MiB thresholds): chunked_prefill_size, cuda_graph_max_bs (tp<4, tp>=4) ---
+SGLANG_DEFAULTS = (
+    (20 * 1024, 2048, 8, 8),
+    (35 * 1024, 2048, 24, 80),
+    (60 * 1024, 4096, 32, 160),
+    (90 * 1024, 8192, 256, 512),
+    (160 * 1024, 8192, 256, 512),
+    (float("inf"), 16384, 512, 512),
+)

@@ -1,0 +1,64 @@
+"""The memory model: bytes per GPU and per NUMA node, item by item, as SGLang-KT allocates them."""
+
+from __future__ import annotations
+
+from math import ceil
+
+from ktwizard.host.profile import GPU
+from ktwizard.models.formats import cpu_expert_bytes
+from ktwizard.models.spec import ModelSpec
+from ktwizard.planner import constants as C
+
+
+def sglang_defaults(total_bytes: int, tp: int) -> tuple[int, int]:
+    """SGLang's chunked_prefill_size and cuda_graph_max_bs for a GPU of this size (runtime-facts table)."""
+    mib = total_bytes / 2**20
+    for limit, chunk, bs_small, bs_large in C.SGLANG_DEFAULTS:
+        if mib < limit:
+            return chunk, bs_small if tp < 4 else bs_large
+    raise AssertionError("unreachable")
+
+
+def driver_and_others(gpu: GPU) -> tuple[int, bool, int]:
+    """(driver reserve, whether it was measured on this GPU, memory other processes hold)."""
+    procs = sum(p.used_memory or 0 for p in gpu.processes)
+    if gpu.memory_reserved is not None:  # NVML v2: `used` is processes only
+        return gpu.memory_reserved, True, max(gpu.memory_used, procs)
+    if gpu.memory_used:  # v1: `used` includes the reserve
+        return C.DRIVER_RESERVE, False, max(procs, gpu.memory_used - C.DRIVER_RESERVE)
+    return C.DRIVER_RESERVE, False, procs
+
+
+def non_expert_per_rank(spec: ModelSpec, tp: int) -> int:
+    """Attention, dense MLP, shared experts, embeddings and lm_head split over TP; norms, router and vision replicated."""
+    g = spec.bytes_by_group
+    replicated = g.get("norms", 0) + g.get("router", 0) + g.get("vision", 0)
+    return replicated + ceil((spec.non_expert_bytes - replicated) / tp)
+
+
+def gpu_expert_bytes(spec: ModelSpec, per_layer: int, tp: int) -> int:
+    """--kt-num-gpu-experts N keeps N routed experts of every MoE layer on GPU, sharded over TP ranks."""
+    return ceil(per_layer * spec.moe_layer_count * spec.expert_bytes_native / tp)
+
+
+def activation_bytes(spec: ModelSpec, chunk: int, tp: int, concurrency: int) -> int:
+    a = spec.attention
+    if a.kind.startswith("mla"):
+        attn = a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.heads * (a.qk_nope_head_dim + a.v_head_dim) + a.heads * a.v_head_dim
+    else:
+        attn = (2 * a.heads + 2 * a.kv_heads) * a.head_dim
+    per_token = 2 * (C.ACT_HIDDEN_COPIES * spec.hidden + attn // tp + 2 * spec.experts_per_token * spec.moe_intermediate + spec.routed_experts)
+    logits = concurrency * spec.vocab * 4 * 2  # fp32 logits and probabilities of the last token per request
+    return chunk * per_token + logits + C.FLASHINFER_WORKSPACE
+
+
+def headroom(total: int) -> int:
+    return max(C.HEADROOM_MIN, int(total * C.HEADROOM_FRACTION))
+
+
+def cpu_bytes_per_expert(spec: ModelSpec, method: str) -> int:
+    group = spec.expert_format.block if spec.expert_format.kind == "int4_group" else 32
+    n = cpu_expert_bytes(method, spec.hidden, spec.moe_intermediate, group=group, native=spec.expert_bytes_native)
+    if n is None:
+        raise ValueError(f"no CPU size for {method}")
+    return n

@@ -1,0 +1,144 @@
+"""The planner's values: goals in, a Plan out (flags with reasons, itemised budgets, warnings with fixes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from ktwizard.notice import Notice
+
+Value = str | int | float | bool | tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class Goals:
+    context: int | None = None  # None: the longest that fits, up to 128k and the model's limit
+    concurrency: int = 1
+    gpus: tuple[int, ...] | None = None  # GPU indices; None: every visible GPU
+    method: str | None = None  # None: the checkpoint's native method when the CPU runs it
+    gpu_experts: int | None = None  # routed experts per MoE layer on GPU; None: as many as fit
+    kv_dtype: str = "auto"  # auto (bf16) | fp8_e4m3
+    layerwise_prefill: bool | None = None  # None: on for native methods when a full layer fits
+    weights: str | None = None  # checkpoint folder on the host
+    kt_weights: str | None = None  # converted CPU weights (AMXINT4/AMXINT8)
+    port: int = 30000
+    bind: str = "127.0.0.1"
+    image: str | None = None
+    chat_template: str | None = None
+    served_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str  # the launch_server flag, "--kt-method"
+    value: Value  # True for a store_true flag
+    why: str
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    name: str
+    value: str
+    why: str
+
+
+@dataclass(frozen=True)
+class BudgetItem:
+    name: str
+    bytes: int
+    why: str
+    phase: str  # before | weights | kv | runtime (what SGLang has allocated by then)
+    estimate: bool = False
+
+
+@dataclass(frozen=True)
+class GpuBudget:
+    gpu: int
+    name: str
+    total: int
+    items: tuple[BudgetItem, ...]
+
+    @property
+    def used(self) -> int:
+        return sum(i.bytes for i in self.items)
+
+    @property
+    def free(self) -> int:
+        return self.total - self.used
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= 0
+
+    def item(self, name: str) -> int:
+        return sum(i.bytes for i in self.items if i.name == name)
+
+
+@dataclass(frozen=True)
+class HostBudget:
+    node: int  # NUMA node id; -1 for the whole-host items
+    capacity: int
+    items: tuple[BudgetItem, ...]
+
+    @property
+    def used(self) -> int:
+        return sum(i.bytes for i in self.items)
+
+    @property
+    def free(self) -> int:
+        return self.capacity - self.used
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= 0
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    change: str  # "--context 65536"
+    effect: str  # what it gives up and what it wins
+    goals: Goals
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    id: str
+    name: str
+    source: str
+    exact: bool
+    architecture: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    model: ModelRef
+    host: str
+    goals: Goals
+    method: str
+    tp: int
+    gpus: tuple[int, ...]
+    gpu_experts: int
+    max_total_tokens: int
+    mem_fraction_static: float
+    flags: tuple[Flag, ...]
+    env: tuple[EnvVar, ...]
+    gpu_budgets: tuple[GpuBudget, ...]
+    host_budgets: tuple[HostBudget, ...]
+    fits: bool
+    overflows: tuple[str, ...] = ()
+    notices: tuple[Notice, ...] = ()
+    suggestions: tuple[Suggestion, ...] = ()
+    image: str = ""
+    model_path: str = ""
+    served_name: str = ""
+    decode_forecast: dict[str, float] = field(default_factory=dict)
+
+    def flag(self, name: str) -> Value:
+        return next((f.value for f in self.flags if f.name == name), None)
+
+    @property
+    def digest(self) -> str:
+        """A short hash of what the server receives: labels the container, so drift is visible."""
+        blob = json.dumps([[f.name, f.value] for f in self.flags] + [[e.name, e.value] for e in self.env], default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]

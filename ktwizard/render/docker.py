@@ -1,0 +1,91 @@
+"""`docker run` and compose renderings: the recipe's container options, ports on 127.0.0.1 unless asked otherwise."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from ktwizard.planner.types import Plan
+from ktwizard.render.args import container_argv, container_paths
+
+LABEL = "io.ktwizard"
+DEFAULT_IMAGE = "sglang-kt:local"
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """Everything the engine is asked for; rendered as `docker run`, compose, or given to the Docker SDK."""
+
+    name: str
+    image: str
+    command: tuple[str, ...]
+    env: dict[str, str]
+    mounts: tuple[tuple[str, str], ...]  # (host path, container path), read-only
+    port: int
+    bind: str
+    gpus: tuple[int, ...] | None  # None: no GPUs requested
+    labels: dict[str, str]
+    shm_size: str | None = None
+
+
+def container_spec(plan: Plan, name: str | None = None, image: str | None = None, gpus: tuple[int, ...] | None | str = "plan",
+                   bind: str | None = None, port: int | None = None, python: str = "python3") -> ContainerSpec:
+    port = port or plan.goals.port
+    mounts = tuple((host, inside) for host, inside in container_paths(plan).items())
+    return ContainerSpec(
+        name=name or f"ktwizard-{plan.model.id}",
+        image=image or plan.image or DEFAULT_IMAGE,
+        command=(python, "-m", "sglang.launch_server", *container_argv(plan, port)),
+        env={e.name: e.value for e in plan.env},
+        mounts=mounts,
+        port=port,
+        bind=bind or plan.goals.bind,
+        gpus=plan.gpus if gpus == "plan" else gpus,  # type: ignore[arg-type]
+        labels={f"{LABEL}.managed": "true", f"{LABEL}.plan": plan.digest, f"{LABEL}.model": plan.model.id, f"{LABEL}.port": str(port)},
+    )
+
+
+def docker_text(plan: Plan) -> str:
+    c = container_spec(plan)
+    q = shlex.quote
+    parts = ["docker run --rm", f"--name {q(c.name)}", "--ipc=host", "--cap-add=SYS_NICE", "--ulimit memlock=-1"]
+    if c.gpus is not None:
+        parts += ["--runtime=nvidia", "--gpus " + q(f'"device={",".join(map(str, c.gpus))}"')]
+    parts += [f"-v {q(f'{h}:{i}:ro')}" for h, i in c.mounts]
+    parts += [f"-e {q(f'{k}={v}')}" for k, v in c.env.items()]
+    parts += [f"-p {q(f'{c.bind}:{c.port}:{c.port}')}"]
+    parts += [f"--label {q(f'{k}={v}')}" for k, v in c.labels.items()]
+    parts.append(q(c.image))
+    cmd = list(c.command)
+    parts.append(" ".join(q(x) for x in cmd[:3]))
+    i = 3
+    while i < len(cmd):
+        j = i + 1
+        while j < len(cmd) and not cmd[j].startswith("--"):
+            j += 1
+        parts.append(" ".join(q(x) for x in cmd[i:j]))
+        i = j
+    return " \\\n  ".join(parts) + "\n"
+
+
+def compose_text(plan: Plan) -> str:
+    from ktwizard.serial import dump_yaml
+
+    c = container_spec(plan)
+    service = {
+        "image": c.image,
+        "container_name": c.name,
+        "command": list(c.command),
+        "environment": c.env,
+        "ipc": "host",
+        "cap_add": ["SYS_NICE"],
+        "ulimits": {"memlock": -1},
+        "ports": [f"{c.bind}:{c.port}:{c.port}"],
+        "volumes": [{"type": "bind", "source": h, "target": i, "read_only": True} for h, i in c.mounts],
+        "labels": c.labels,
+        "restart": "no",
+    }
+    if c.gpus is not None:
+        service["deploy"] = {"resources": {"reservations": {"devices": [
+            {"driver": "nvidia", "device_ids": [str(g) for g in c.gpus], "capabilities": ["gpu"]}]}}}
+    return dump_yaml({"services": {"sglang": service}})
