@@ -89,6 +89,7 @@ class _Sizing:
         self.layerwise = layerwise
         self.kv_dtype_bytes = 1 if goals.kv_dtype == "fp8_e4m3" else 2
         self.cell = spec.kv_cell_bytes(self.tp, self.kv_dtype_bytes)
+        self._room: dict[int, int] = {}
 
     def fixed(self, g: GPU) -> list[BudgetItem]:
         reserve, measured, others = M.driver_and_others(g)
@@ -128,8 +129,10 @@ class _Sizing:
 
     def expert_room(self, g: GPU) -> int:
         """Bytes left on GPU g for routed experts after everything else (and mem-fraction rounding)."""
-        used = sum(i.bytes for i in self.fixed(g) + self.dynamic(g) + self.kv())
-        return g.memory_total - used - g.memory_total // 1000
+        if g.index not in self._room:
+            used = sum(i.bytes for i in self.fixed(g) + self.dynamic(g) + self.kv())
+            self._room[g.index] = g.memory_total - used - g.memory_total // 1000
+        return self._room[g.index]
 
     def per_expert_layer(self) -> int:
         return M.gpu_expert_bytes(self.spec, 1, self.tp)

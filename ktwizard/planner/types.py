@@ -52,34 +52,11 @@ class BudgetItem:
     estimate: bool = False
 
 
-@dataclass(frozen=True)
-class GpuBudget:
-    gpu: int
-    name: str
-    total: int
+class _Itemised:
+    """Sums over a budget's items; `capacity` is what they must fit in."""
+
     items: tuple[BudgetItem, ...]
-
-    @property
-    def used(self) -> int:
-        return sum(i.bytes for i in self.items)
-
-    @property
-    def free(self) -> int:
-        return self.total - self.used
-
-    @property
-    def fits(self) -> bool:
-        return self.free >= 0
-
-    def item(self, name: str) -> int:
-        return sum(i.bytes for i in self.items if i.name == name)
-
-
-@dataclass(frozen=True)
-class HostBudget:
-    node: int  # NUMA node id; -1 for the whole-host items
     capacity: int
-    items: tuple[BudgetItem, ...]
 
     @property
     def used(self) -> int:
@@ -92,6 +69,28 @@ class HostBudget:
     @property
     def fits(self) -> bool:
         return self.free >= 0
+
+    def item(self, name: str) -> int:
+        return sum(i.bytes for i in self.items if i.name == name)
+
+
+@dataclass(frozen=True)
+class GpuBudget(_Itemised):
+    gpu: int
+    name: str
+    total: int
+    items: tuple[BudgetItem, ...]
+
+    @property
+    def capacity(self) -> int:  # type: ignore[override]
+        return self.total
+
+
+@dataclass(frozen=True)
+class HostBudget(_Itemised):
+    node: int  # NUMA node id; -1 for the whole-host items
+    capacity: int
+    items: tuple[BudgetItem, ...]
 
 
 @dataclass(frozen=True)
