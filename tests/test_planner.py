@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 import yaml
-
 from conftest import HOSTS, SHARED, run_cli
+
 from ktwizard.host.probe import probe
 from ktwizard.host.spec import load_host
 from ktwizard.models.presets import all_presets, get_preset, recipe_for
@@ -75,7 +75,7 @@ def test_recipe_host_kimi_fits_and_matches_recipe_where_it_should():
 def test_recipe_budget_lines_recomputed_independently():
     r = kimi_plan()
     (b,) = r.gpu_budgets
-    H, I, E, L, moe = 7168, 2048, 384, 61, 60
+    H, I, E, L, moe = 7168, 2048, 384, 61, 60  # noqa: E741
     expert = 3 * H * I // 2 + 2 * (2 * I * (H // 32) + H * (I // 32)) + 3 * 8  # INT4 g32 + bf16 scales + shapes
     assert expert == KIMI["derived"]["expert_bytes_native"]
     assert b.item("KV pool") == 327680 * (512 + 64) * L * 2

@@ -7,7 +7,17 @@ from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.host.isa import normalise_flags
-from ktwizard.host.profile import CPU, GPU, CpuThread, Engine, GpuInventory, HostProfile, Memory, NumaNode
+from ktwizard.host.profile import (
+    CPU,
+    GPU,
+    CpuThread,
+    Engine,
+    GpuInventory,
+    GpuProcess,
+    HostProfile,
+    Memory,
+    NumaNode,
+)
 from ktwizard.serial import from_data, read_structured
 from ktwizard.units import GiB
 
@@ -43,6 +53,7 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
                     memory_free=total - used,
                     memory_used=used,
                     compute_capability=str(g.get("compute_capability", "")),
+                    processes=(GpuProcess(pid=0, used_memory=used, name="declared in the host spec"),) if used else (),
                 )
             )
     c = spec.get("cpu")

@@ -121,10 +121,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         freq = int(text.get("moe_layer_freq") or 1)
         moe_layers = tuple(i for i in range(layers) if i >= k and i % freq == 0)
         score_bias = text.get("topk_method") == "noaux_tc"
-        if "index_topk" in text or arch == "DeepseekV32ForCausalLM":
-            kind = "mla_nsa"
-        else:
-            kind = "mla"
+        kind = "mla_nsa" if "index_topk" in text or arch == "DeepseekV32ForCausalLM" else "mla"
         attention = Attention(
             kind=kind, heads=heads, kv_heads=heads,
             q_lora_rank=int(text.get("q_lora_rank") or 0), kv_lora_rank=_need(text, "kv_lora_rank", where),

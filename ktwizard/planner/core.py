@@ -251,6 +251,10 @@ def plan(host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | 
         notices=tuple(notes), image=goals.image or (recipe.image if recipe else "") or "", model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
     )
+    if spec.architecture == "DeepseekV2ForCausalLM":
+        from ktwizard.planner.layers import place_layers
+
+        result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
     if not result.fits:
         from ktwizard.planner.fit import suggest
 

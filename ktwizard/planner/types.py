@@ -7,6 +7,10 @@ import json
 from dataclasses import dataclass, field
 
 from ktwizard.notice import Notice
+from ktwizard.planner.budget import BudgetItem, GpuBudget, HostBudget
+from ktwizard.planner.layers import LayerPlacement
+
+__all__ = ["BudgetItem", "GpuBudget", "HostBudget", "LayerPlacement"]
 
 Value = str | int | float | bool | tuple[str, ...] | None
 
@@ -41,56 +45,6 @@ class EnvVar:
     name: str
     value: str
     why: str
-
-
-@dataclass(frozen=True)
-class BudgetItem:
-    name: str
-    bytes: int
-    why: str
-    phase: str  # before | weights | kv | runtime (what SGLang has allocated by then)
-    estimate: bool = False
-
-
-class _Itemised:
-    """Sums over a budget's items; `capacity` is what they must fit in."""
-
-    items: tuple[BudgetItem, ...]
-    capacity: int
-
-    @property
-    def used(self) -> int:
-        return sum(i.bytes for i in self.items)
-
-    @property
-    def free(self) -> int:
-        return self.capacity - self.used
-
-    @property
-    def fits(self) -> bool:
-        return self.free >= 0
-
-    def item(self, name: str) -> int:
-        return sum(i.bytes for i in self.items if i.name == name)
-
-
-@dataclass(frozen=True)
-class GpuBudget(_Itemised):
-    gpu: int
-    name: str
-    total: int
-    items: tuple[BudgetItem, ...]
-
-    @property
-    def capacity(self) -> int:  # type: ignore[override]
-        return self.total
-
-
-@dataclass(frozen=True)
-class HostBudget(_Itemised):
-    node: int  # NUMA node id; -1 for the whole-host items
-    capacity: int
-    items: tuple[BudgetItem, ...]
 
 
 @dataclass(frozen=True)
@@ -132,6 +86,7 @@ class Plan:
     model_path: str = ""
     served_name: str = ""
     decode_forecast: dict[str, float] = field(default_factory=dict)
+    layers: LayerPlacement | None = None  # KTransformers layer-wise alternative (DeepSeek-V2 family)
 
     def flag(self, name: str) -> Value:
         return next((f.value for f in self.flags if f.name == name), None)

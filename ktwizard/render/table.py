@@ -40,6 +40,15 @@ def table_text(plan: Plan, explain: bool = False) -> str:
         where = "Host RAM" if h.node < 0 else f"NUMA node {h.node}"
         out.append(f"\n{where}: {human(h.used)} of {human(h.capacity)} ({human(h.free)} {'free' if h.free >= 0 else 'OVER'})")
         out += _items(h.items, h.capacity)
+    if plan.layers is not None:
+        lp = plan.layers
+        out.append("\nKTransformers layer-wise placement (--format kt-rules) — " + ("fits" if lp.fits else "does not fit"))
+        out += [f"  {line}" for line in lp.explanation + lp.overflows]
+        for r, b in zip(lp.ranges, lp.budgets, strict=True):
+            cpu = f", experts of {len(r.cpu_expert_layers)} on CPU" if r.cpu_expert_layers else ""
+            out.append(f"  GPU {r.gpu}: layers {r.first}-{r.last}{cpu}: {human(b.used)} of {human(b.total)}")
+        out.append("  Which to use: the SGLang-KT plan above for serving (OpenAI API, continuous batching, CPU experts at their\n"
+                   "  native precision); the layer-wise rules for legacy KTransformers runs that want most experts on the GPUs.")
     if plan.suggestions:
         out.append("\nChanges that fit, smallest first:")
         out += [f"  {s.change:28} {s.effect}" for s in plan.suggestions]
