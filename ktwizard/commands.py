@@ -87,6 +87,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--explain", action="store_true", help="every flag, environment variable and budget line with its reason")
     pl.set_defaults(func=cmd_plan)
 
+    from ktwizard import commands_deploy
+
+    commands_deploy.register(sub)
+
     pr = sub.add_parser("presets", help="list the bundled model presets")
     pr.add_argument("--json", action="store_true")
     pr.set_defaults(func=cmd_presets)

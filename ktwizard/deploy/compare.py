@@ -1,0 +1,48 @@
+"""Plan versus actual: the memory SGLang logs at each phase beside the plan's prediction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ktwizard.planner.types import Plan
+
+TOLERANCE = 0.05
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Comparison:
+    item: str
+    predicted: float
+    actual: float
+    unit: str
+
+    @property
+    def diff(self) -> float:
+        return (self.actual - self.predicted) / self.predicted if self.predicted else 0.0
+
+    @property
+    def flagged(self) -> bool:
+        return abs(self.diff) > TOLERANCE
+
+
+def compare(plan: Plan, figures: dict[str, float]) -> list[Comparison]:
+    b = plan.gpu_budgets[0]
+    weights = b.item("non-expert weights") + b.item("GPU experts") + b.item("KT staging buffer")
+    pairs = [
+        ("weights (GPU)", weights / GiB, figures.get("weights_gb"), "GiB"),
+        ("KV pool", b.item("KV pool") / GiB, figures.get("kv_gb") or (figures.get("k_gb", 0) + figures.get("v_gb", 0)) or None, "GiB"),
+        ("KV tokens", float(plan.max_total_tokens), figures.get("kv_tokens") or figures.get("max_total_num_tokens"), "tokens"),
+        ("CUDA graphs", b.item("CUDA graphs") / GiB, figures.get("graphs_gb"), "GiB"),
+    ]
+    return [Comparison(name, p, a, unit) for name, p, a, unit in pairs if a is not None]
+
+
+def comparison_text(rows: list[Comparison]) -> str:
+    if not rows:
+        return "plan vs actual: the server logged no memory figures yet\n"
+    out = [f"{'plan vs actual':16} {'predicted':>12} {'actual':>12} {'diff':>7}"]
+    for r in rows:
+        fmt = "{:,.0f}" if r.unit == "tokens" else "{:.2f}"
+        out.append(f"{r.item:16} {fmt.format(r.predicted):>12} {fmt.format(r.actual):>12} {r.diff:>+7.1%}" + ("  <-- over 5 %" if r.flagged else ""))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,357 @@
+"""`python -m sglang.launch_server ...` for tests.
+
+It parses the real sglang-kt 0.7.2 flag catalog (so unknown flags and bad values fail like argparse does in
+the real server), prints SGLang's start-up and batch log lines, serves /health, /v1/models, /model_info,
+/server_info, /metrics (real metric names) and a streaming /v1/chat/completions at configured token rates.
+Behaviour comes from STANDIN_* environment variables so the command line stays exactly the plan's:
+
+  STANDIN_STEP_S        seconds per start-up phase (0.2)
+  STANDIN_GPU_GB        GPU memory it pretends to have, GiB (95.0)
+  STANDIN_WEIGHTS_GB    "mem usage" logged at the end of weight loading, GiB (20.0)
+  STANDIN_KV_CELL       KV bytes per token (70272)
+  STANDIN_GRAPH_GB      CUDA-graph capture "mem usage", GiB (0.5)
+  STANDIN_DECODE_TPS    decode tokens/s of one stream (20.0); STANDIN_DECODE_ALPHA: aggregate = tps * n**alpha (1.0)
+  STANDIN_PREFILL_TPS   prompt tokens/s (600.0)
+  STANDIN_FAIL          cuda_oom@weights|kv|graphs, oom_kill, sigill, hang@<phase>, die_after_ready
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ENV = os.environ.get
+STEP = float(ENV("STANDIN_STEP_S", "0.2"))
+GPU_GB = float(ENV("STANDIN_GPU_GB", "95.0"))
+FAIL = ENV("STANDIN_FAIL", "")
+# In the image the catalog sits beside the package; run from a checkout it is ktwizard's bundled copy.
+_HERE = Path(__file__).resolve().parent
+CATALOG = next(p for p in (_HERE.parent / "server-args.json", _HERE.parents[2] / "ktwizard/data/sglang-kt-0.7.2-server-args.json") if p.exists())
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {msg}", flush=True)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="launch_server.py")
+    types = {"int": int, "float": float, "str": str}
+    for f in json.loads(CATALOG.read_text())["flags"]:
+        kw: dict = {}
+        if f.get("action") in ("store_true", "store_false"):
+            kw["action"] = f["action"]
+        else:
+            kw["type"] = types.get(f.get("type", "str"), str)
+            if f.get("choices"):
+                kw["choices"] = f["choices"]
+            if f.get("nargs"):
+                kw["nargs"] = f["nargs"]
+        if f.get("required"):
+            kw["required"] = True
+        if f.get("dest"):
+            kw["dest"] = f["dest"]
+        p.add_argument(*f["flags"], **kw)
+    return p
+
+
+def cuda_oom(where: str, gib: float) -> None:
+    print("Traceback (most recent call last):", flush=True)
+    print(f'  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 412, in {where}', flush=True)
+    print(f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib:.2f} GiB. GPU 0 has a total capacity of {GPU_GB:.2f} GiB "
+          f"of which 312.00 MiB is free. Including non-PyTorch memory, this process has {GPU_GB - 0.3:.2f} GiB memory in use.", flush=True)
+    log("Received sigquit from a child process. It usually means the child failed.")
+    sys.exit(1)
+
+
+class Engine:
+    """Token accounting shared by the HTTP handlers: metrics counters, histograms, batch log lines."""
+
+    TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
+    ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0)
+
+    def __init__(self, args) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self.args = args
+        self.lock = threading.Lock()
+        self.running = 0
+        self.tokens_in_use = 0
+        self.decode_steps = 0
+        self.decode_window = (time.time(), 0)
+        self.max_total = args.max_total_tokens or 100000
+        self.registry = r = CollectorRegistry()
+        labels = ["engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"]
+        self.lv = {"engine_type": "unified", "model_name": args.served_model_name or "default", "moe_ep_rank": "0", "pp_rank": "0", "tp_rank": "0"}
+        g = lambda n, d: Gauge(f"sglang:{n}", d, labels, registry=r)  # noqa: E731
+        self.g_running = g("num_running_reqs", "The number of running requests.")
+        self.g_queue = g("num_queue_reqs", "The number of requests in the waiting queue.")
+        self.g_used = g("num_used_tokens", "The number of used tokens.")
+        self.g_usage = g("token_usage", "The token usage.")
+        self.g_gen = g("gen_throughput", "The generation throughput (token/s).")
+        self.g_hit = g("cache_hit_rate", "The prefix cache hit rate.")
+        self.g_max = g("max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.")
+        self.g_max.labels(**self.lv).set(self.max_total)
+        for gauge in (self.g_running, self.g_queue, self.g_used, self.g_usage, self.g_gen, self.g_hit):
+            gauge.labels(**self.lv).set(0)
+        self.realtime = Counter("sglang:realtime_tokens_total", "Total number of tokens processed (updated on each log interval). mode: prefill_compute, prefill_cache, decode.",
+                                labels + ["mode"], registry=r)
+        m = ["model_name"]
+        self.prompt = Counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", m, registry=r)
+        self.gen = Counter("sglang:generation_tokens_total", "Number of generation tokens processed.", m, registry=r)
+        self.reqs = Counter("sglang:num_requests_total", "Number of requests processed.", m, registry=r)
+        self.aborted = Counter("sglang:num_aborted_requests_total", "Number of requests aborted.", m, registry=r)
+        self.ttft = Histogram("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m, buckets=self.TTFT_BUCKETS, registry=r)
+        self.itl = Histogram("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m, buckets=self.ITL_BUCKETS, registry=r)
+        self.e2e = Histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", m, registry=r)
+
+    def metrics(self) -> bytes:
+        from prometheus_client import generate_latest
+
+        return generate_latest(self.registry)
+
+    def prefill(self, n: int) -> float:
+        with self.lock:
+            self.tokens_in_use += n
+            usage = self.tokens_in_use / self.max_total
+        rate = float(ENV("STANDIN_PREFILL_TPS", "600"))
+        seconds = n / rate
+        log(f"Prefill batch, #new-seq: 1, #new-token: {n}, #cached-token: 0, token usage: {usage:.2f}, #running-req: {self.running}, "
+            f"#queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False")
+        self.realtime.labels(**self.lv, mode="prefill_compute").inc(n)
+        self.g_usage.labels(**self.lv).set(usage)
+        return seconds
+
+    def step_delay(self) -> float:
+        rate = float(ENV("STANDIN_DECODE_TPS", "20"))
+        alpha = float(ENV("STANDIN_DECODE_ALPHA", "1.0"))
+        n = max(1, self.running)
+        return 1.0 / (rate * n**alpha / n)
+
+    def decoded(self) -> None:
+        with self.lock:
+            self.tokens_in_use += 1
+            self.decode_steps += 1
+            steps = self.decode_steps
+        self.realtime.labels(**self.lv, mode="decode").inc()
+        if steps % 40 == 0:
+            t0, s0 = self.decode_window
+            now = time.time()
+            gen = (steps - s0) / max(1e-6, now - t0)
+            self.decode_window = (now, steps)
+            self.g_gen.labels(**self.lv).set(gen)
+            log(f"Decode batch, #running-req: {self.running}, #token: {self.tokens_in_use}, token usage: {self.tokens_in_use / self.max_total:.2f}, "
+                f"cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: 0")
+
+    def request(self, delta: int) -> None:
+        with self.lock:
+            self.running += delta
+            self.g_running.labels(**self.lv).set(self.running)
+            if self.running == 0:
+                self.tokens_in_use = 0
+
+
+def make_handler(args, engine: Engine, ready: threading.Event):
+    served = args.served_model_name or args.model_path
+    model = args.model_path
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, fmt, *a):  # uvicorn's access-log shape
+            path = self.path.split("?")[0]
+            if not any(path.startswith(p) for p in (args.uvicorn_access_log_exclude_prefixes or [])):
+                log(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} HTTP/1.1" {a[1] if len(a) > 1 else ""}')
+
+        def reply(self, code: int, body, ctype: str = "application/json") -> None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            if path in ("/health", "/health_generate"):
+                return self.reply(200 if ready.is_set() else 503, b"", "text/plain")
+            if path == "/v1/models":
+                return self.reply(200, {"object": "list", "data": [{"id": served, "object": "model", "created": int(time.time()), "owned_by": "sglang",
+                                                                    "root": model, "parent": None, "max_model_len": args.context_length}]})
+            if path in ("/model_info", "/get_model_info"):
+                return self.reply(200, {"model_path": model, "tokenizer_path": model, "is_generation": True, "model_type": "deepseek_v3",
+                                        "architectures": ["DeepseekV3ForCausalLM"]})
+            if path in ("/server_info", "/get_server_info"):
+                info = {k: v for k, v in vars(args).items()}
+                info.update({"max_total_num_tokens": engine.max_total, "version": "0.7.2-standin"})
+                return self.reply(200, info)
+            if path == "/metrics" and args.enable_metrics:
+                return self.reply(200, engine.metrics(), "text/plain; version=0.0.4; charset=utf-8")
+            return self.reply(404, {"detail": "Not Found"})
+
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except json.JSONDecodeError:
+                return self.reply(400, {"error": "invalid JSON"})
+            path = self.path.split("?")[0]
+            if path == "/generate":
+                engine.prefill(len(str(body.get("text", "")).split()) or 1)
+                return self.reply(200, {"text": "ok", "meta_info": {"completion_tokens": 8}})
+            if path not in ("/v1/chat/completions", "/v1/completions"):
+                return self.reply(404, {"detail": "Not Found"})
+            if not ready.is_set():
+                return self.reply(503, {"error": "server is starting"})
+            text = " ".join(str(m.get("content", "")) for m in body.get("messages", [])) if "messages" in body else str(body.get("prompt", ""))
+            prompt_tokens = max(1, len(text.split()))
+            max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+            self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"))
+
+        def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool) -> None:
+            start = time.time()
+            engine.request(+1)
+            try:
+                time.sleep(engine.prefill(prompt_tokens))
+                engine.prompt.labels(served).inc(prompt_tokens)
+                first = time.time()
+                engine.ttft.labels(served).observe(first - start)
+                if stream:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                last = time.time()
+                for i in range(max_tokens):
+                    if i:
+                        time.sleep(engine.step_delay())
+                        now = time.time()
+                        engine.itl.labels(served).observe(now - last)
+                        last = now
+                    engine.decoded()
+                    if stream:
+                        delta = {"choices": [{"index": 0, "delta": {"content": f"t{i} "} if chat else None, "text": f"t{i} ", "finish_reason": None}]}
+                        self.chunk(delta)
+                engine.gen.labels(served).inc(max_tokens)
+                engine.reqs.labels(served).inc()
+                engine.e2e.labels(served).observe(time.time() - start)
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": max_tokens, "total_tokens": prompt_tokens + max_tokens}
+                if stream:
+                    self.chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}], "usage": usage})
+                    self.chunk_raw(b"data: [DONE]\n\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    msg = {"role": "assistant", "content": " ".join(f"t{i}" for i in range(max_tokens))}
+                    self.reply(200, {"id": "cmpl-standin", "object": "chat.completion", "model": served,
+                                     "choices": [{"index": 0, "message": msg, "finish_reason": "length"}], "usage": usage})
+            except (BrokenPipeError, ConnectionResetError):
+                engine.aborted.labels(served).inc()
+            finally:
+                engine.request(-1)
+
+        def chunk(self, obj) -> None:
+            self.chunk_raw(b"data: " + json.dumps(obj).encode() + b"\n\n")
+
+        def chunk_raw(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def phase(name: str) -> None:
+    if FAIL == f"hang@{name}":
+        while True:
+            time.sleep(3600)
+    time.sleep(STEP)
+
+
+def serve(args) -> None:
+    model = Path(args.model_path)
+    if not (model / "config.json").exists():
+        print("Traceback (most recent call last):", flush=True)
+        print(f"OSError: {args.model_path} does not appear to have a file named config.json.", flush=True)
+        sys.exit(1)
+    weights = float(ENV("STANDIN_WEIGHTS_GB", "20.0"))
+    cell = int(ENV("STANDIN_KV_CELL", "70272"))
+    graph = float(ENV("STANDIN_GRAPH_GB", "0.5"))
+    t0 = time.time()
+    log(f"Init torch distributed ends. elapsed={STEP:.2f} s, mem usage=0.63 GB")
+    avail = GPU_GB - 0.63
+    phase("init")
+    log(f"Load weight begin. avail mem={avail:.2f} GB")
+    if args.kt_weight_path:
+        log(f"[KT] Created shared staging buffer: {(args.chunked_prefill_size or 8192) * 7168 * 2 / 2**20:.2f} MiB")
+        log(f"[KT] Loading CPU experts from {args.kt_weight_path} with method {args.kt_method}, {args.kt_cpuinfer} threads, "
+            f"{args.kt_threadpool_count} pool(s)")
+    if FAIL == "cuda_oom@weights":
+        cuda_oom("load_model", 2.0)
+    if FAIL == "oom_kill":
+        hog = []
+        while True:  # touch pages until the container's memory limit kills us
+            hog.append(bytearray(64 * 2**20))
+    if FAIL == "sigill":
+        os.kill(os.getpid(), signal.SIGILL)
+    phase("weights")
+    avail -= weights
+    log(f"Load weight end. elapsed={time.time() - t0:.2f} s, type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem={avail:.2f} GB, mem usage={weights:.2f} GB.")
+    tokens = args.max_total_tokens or 100000
+    kv = tokens * cell / 2**30
+    if FAIL == "cuda_oom@kv":
+        cuda_oom("init_memory_pool", kv)
+    log(f"KV Cache is allocated. #tokens: {tokens}, KV size: {kv:.2f} GB")
+    avail -= kv
+    phase("kv")
+    log(f"Memory pool end. avail mem={avail:.2f} GB")
+    log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB")
+    if FAIL == "cuda_oom@graphs":
+        cuda_oom("capture", graph)
+    phase("graphs")
+    avail -= graph
+    log(f"Capture cuda graph end. Time elapsed: {STEP:.2f} s. mem usage={graph:.2f} GB. avail mem={avail:.2f} GB.")
+    log(f"max_total_num_tokens={tokens}, chunked_prefill_size={args.chunked_prefill_size}, max_prefill_tokens=16384, "
+        f"max_running_requests={args.max_running_requests}, context_len={args.context_length}, available_gpu_mem={avail:.2f} GB")
+    ready = threading.Event()
+    engine = Engine(args)
+    httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, engine, ready))
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    log(f"INFO:     Started server process [{os.getpid()}]")
+    log("INFO:     Waiting for application startup.")
+    log("INFO:     Application startup complete.")
+    log(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
+    phase("http")
+    engine.prefill(7)
+    ready.set()
+    log("The server is fired up and ready to roll!")
+    if FAIL == "die_after_ready":
+        time.sleep(float(ENV("STANDIN_DIE_AFTER_S", "2")))
+        os.kill(os.getpid(), signal.SIGKILL)
+    while True:
+        time.sleep(3600)
+
+
+def main() -> None:
+    args = parser().parse_args()
+    if os.getpid() != 1:
+        serve(args)
+        return
+    # PID 1 in a container ignores signals it has no handler for: serve from a child and report how it ended,
+    # as the shell's exit code would (128 + signal).
+    pid = os.fork()
+    if pid == 0:
+        serve(args)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, lambda *_: (os.kill(pid, signal.SIGTERM), os._exit(0)))
+    _, status = os.waitpid(pid, 0)
+    sys.exit(128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+
+
+if __name__ == "__main__":
+    main()
