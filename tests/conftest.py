@@ -23,3 +23,55 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subproc
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    try:
+        import docker
+
+        client = docker.from_env(timeout=60)
+        client.ping()
+        return client
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get("KTWIZARD_REQUIRE_DOCKER"):
+            pytest.fail(f"a Docker Engine is required here and is not reachable: {exc}")
+        pytest.skip(f"no Docker Engine: {exc}")
+
+
+@pytest.fixture(scope="session")
+def standin_image(docker_client) -> str:
+    sys.path.insert(0, str(TESTS / "standin"))
+    from image import standin_image as build
+
+    return build(docker_client)
+
+
+@pytest.fixture(scope="session")
+def checkpoint(tmp_path_factory) -> Path:
+    """A checkpoint folder as the server expects one: the Kimi K2.7 Code config.json and a header-only shard."""
+    import json
+
+    from safetensors_fixture import write_shard
+
+    from ktwizard.models.presets import get_preset
+
+    folder = tmp_path_factory.mktemp("weights") / "Kimi-K2.7-Code"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(get_preset("kimi-k2.7-code").config))
+    write_shard(folder / "model-00001-of-00001.safetensors", [("lm_head.weight", "BF16", (163840, 7168))])
+    return folder
+
+
+@pytest.fixture
+def state_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import sys
 import threading
@@ -195,12 +196,11 @@ def start_container(plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -
         print(f"started {spec.name} ({container.short_id}) from {spec.image}; following start-up", file=out, flush=True)
         return proc
     except BaseException as exc:  # never leave a half-created container
-        if container is not None:
-            try:
-                container.remove(force=True)
-            except Exception:  # noqa: BLE001
-                pass
         import docker
+
+        if container is not None:
+            with contextlib.suppress(docker.errors.DockerException):
+                container.remove(force=True)
 
         if isinstance(exc, docker.errors.APIError):
             raise KtwizardError(f"the Docker engine refused the container: {exc.explanation or exc}") from None

@@ -74,8 +74,12 @@ def probe_engine(root: Root, timeout: float = 1.0) -> Engine:
     path = socket_path()
     if path is None:
         return Engine(reachable=False, reason=f"DOCKER_HOST={os.environ.get('DOCKER_HOST')} is not a unix socket; not probed")
-    if not os.path.exists(path):
+    try:
+        os.stat(path)
+    except FileNotFoundError:
         return Engine(reachable=False, reason=f"no Docker socket at {path}: Docker is not installed or dockerd is not running")
+    except PermissionError:
+        pass  # the folder is closed to us: the connect below says so
     try:
         return engine_from_info(_get(path, "/version", timeout), _get(path, "/info", timeout))
     except PermissionError:

@@ -95,6 +95,7 @@ def build_flags(spec: ModelSpec, goals: Goals, hints: SglangHints, recipe: Recip
     if sizing.layerwise:
         f.append(Flag("--watchdog-timeout", 3000, "long layerwise prefills can exceed the default watchdog (KT docs)"))
     f.append(Flag("--sampling-defaults", "model", "use the checkpoint's generation_config sampling defaults"))
+    f.append(Flag("--uvicorn-access-log-exclude-prefixes", ("/metrics", "/health"), "keep ktwizard monitor's 1 Hz polling out of the log"))
     return tuple(f), _recipe_notes(recipe, f, sizing)
 
 

@@ -266,7 +266,7 @@ def make_handler(args, engine: Engine, ready: threading.Event):
 
 
 def phase(name: str) -> None:
-    if FAIL == f"hang@{name}":
+    if f"hang@{name}" == FAIL:
         while True:
             time.sleep(3600)
     time.sleep(STEP)
