@@ -91,6 +91,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     commands_deploy.register(sub)
 
+    from ktwizard import commands_monitor
+
+    commands_monitor.register(sub)
+
     pr = sub.add_parser("presets", help="list the bundled model presets")
     pr.add_argument("--json", action="store_true")
     pr.set_defaults(func=cmd_presets)

@@ -1,0 +1,85 @@
+"""A /metrics scrape -> numbers a person tunes with: rates from counter deltas, quantiles from bucket deltas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ktwizard.monitor.samples import ServerSample
+
+
+@dataclass(frozen=True)
+class Scrape:
+    t: float
+    gauges: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, float] = field(default_factory=dict)  # summed over label sets; realtime split by mode
+    buckets: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)  # histogram -> ((le, cumulative), ...)
+
+
+def parse_scrape(text: str, t: float) -> Scrape:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    gauges: dict[str, float] = {}
+    counters: dict[str, float] = {}
+    buckets: dict[str, dict[float, float]] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            name = s.name
+            if fam.type == "gauge":
+                gauges[name] = gauges.get(name, 0.0) + s.value
+            elif fam.type == "counter" and name.endswith("_total"):
+                key = f"{name}:{s.labels['mode']}" if "mode" in s.labels else name
+                counters[key] = counters.get(key, 0.0) + s.value
+            elif fam.type == "histogram" and name.endswith("_bucket"):
+                le = float(s.labels["le"])
+                b = buckets.setdefault(fam.name, {})
+                b[le] = b.get(le, 0.0) + s.value
+    return Scrape(t=t, gauges=gauges, counters=counters, buckets={k: tuple(sorted(v.items())) for k, v in buckets.items()})
+
+
+def quantile(prev: tuple[tuple[float, float], ...] | None, cur: tuple[tuple[float, float], ...], q: float) -> float | None:
+    """q-quantile of the observations between two scrapes, interpolated inside the bucket (Prometheus' way)."""
+    before = dict(prev or ())
+    deltas = [(le, c - before.get(le, 0.0)) for le, c in cur]
+    total = deltas[-1][1] if deltas else 0.0
+    if total <= 0:
+        return None
+    rank = q * total
+    lo_le, lo_c = 0.0, 0.0
+    for le, c in deltas:
+        if c >= rank:
+            if le == float("inf"):
+                return lo_le
+            return lo_le + (le - lo_le) * ((rank - lo_c) / (c - lo_c) if c > lo_c else 0)
+        lo_le, lo_c = le, c
+    return lo_le
+
+
+def _rate(prev: Scrape, cur: Scrape, *keys: str) -> float | None:
+    dt = cur.t - prev.t
+    have = [k for k in keys if k in cur.counters]
+    if dt <= 0 or not have:
+        return None
+    delta = sum(cur.counters[k] - prev.counters.get(k, 0.0) for k in have)
+    return None if delta < 0 else delta / dt  # a negative delta is a server restart: no rate this round
+
+
+def server_sample(prev: Scrape | None, cur: Scrape) -> ServerSample:
+    g = cur.gauges
+    s = {"up": True, "running": g.get("sglang:num_running_reqs"), "queued": g.get("sglang:num_queue_reqs"),
+         "kv_used_tokens": g.get("sglang:num_used_tokens"), "kv_capacity": g.get("sglang:max_total_num_tokens"),
+         "kv_usage": g.get("sglang:token_usage"), "cache_hit_rate": g.get("sglang:cache_hit_rate"),
+         "aborted": cur.counters.get("sglang:num_aborted_requests_total")}
+    if prev is not None:
+        if "sglang:realtime_tokens_total:decode" in cur.counters:  # live counters, bumped every batch
+            s["decode_tps"] = _rate(prev, cur, "sglang:realtime_tokens_total:decode")
+            s["prefill_tps"] = _rate(prev, cur, "sglang:realtime_tokens_total:prefill_compute")
+        else:  # older servers: the finished-request counters, lumpy but real
+            s["decode_tps"] = _rate(prev, cur, "sglang:generation_tokens_total")
+            s["prefill_tps"] = _rate(prev, cur, "sglang:prompt_tokens_total")
+        for key, name in (("ttft", "sglang:time_to_first_token_seconds"), ("itl", "sglang:inter_token_latency_seconds")):
+            if name in cur.buckets:
+                s[f"{key}_p50"] = quantile(prev.buckets.get(name), cur.buckets[name], 0.5)
+                s[f"{key}_p95"] = quantile(prev.buckets.get(name), cur.buckets[name], 0.95)
+    elif "sglang:gen_throughput" in g:
+        s["decode_tps"] = g["sglang:gen_throughput"]
+    return ServerSample(**s)

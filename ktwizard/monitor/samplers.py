@@ -1,0 +1,189 @@
+"""Samplers: each call is one cheap poll and returns an immutable sample (or says why it could not)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from ktwizard.host.root import Root, kb, parse_cpu_list, parse_kv
+from ktwizard.monitor.metrics import Scrape, parse_scrape, server_sample
+from ktwizard.monitor.samples import (
+    ContainerSample,
+    GpuProcSample,
+    GpuSample,
+    HostSample,
+    NodeSample,
+    ServerSample,
+)
+
+
+class GpuSampler:
+    """NVML, initialised once; handles are kept so a round is a few microseconds per GPU."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+        self.handles: list[Any] = []
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self.nvml = pynvml
+            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception as exc:  # noqa: BLE001 - no driver, no library: the pane says so
+            from ktwizard.host.nvml import _init_reason
+
+            self.error = _init_reason(exc) if exc.__class__.__name__.startswith("NVMLError") else f"NVML unavailable ({exc})"
+
+    def sample(self, server_pids: set[int] = frozenset()) -> tuple[tuple[GpuSample, ...], str | None]:
+        if self.error:
+            return (), self.error
+        n = self.nvml
+        out = []
+        for i, h in enumerate(self.handles):
+            def get(fn, *a, h=h):
+                try:
+                    return fn(h, *a)
+                except n.NVMLError:
+                    return None
+
+            mem = get(n.nvmlDeviceGetMemoryInfo, n.nvmlMemory_v2) or get(n.nvmlDeviceGetMemoryInfo)
+            util = get(n.nvmlDeviceGetUtilizationRates)
+            power = get(n.nvmlDeviceGetPowerUsage)
+            procs = get(n.nvmlDeviceGetComputeRunningProcesses) or []
+            out.append(GpuSample(
+                index=i, name=_s(get(n.nvmlDeviceGetName) or ""), total=mem.total, used=mem.used, reserved=getattr(mem, "reserved", None),
+                util_pct=float(util.gpu) if util else None, power_w=power / 1000 if power else None,
+                temp_c=get(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
+                sm_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM), mem_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_MEM),
+                processes=tuple(GpuProcSample(p.pid, p.usedGpuMemory or 0, p.pid in server_pids) for p in procs),
+            ))
+        return tuple(out), None
+
+
+def _s(v: Any) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+class HostSampler:
+    """RAM, swap, page cache and per-NUMA memory and CPU use from /proc and /sys."""
+
+    def __init__(self, root: str = "/") -> None:
+        self.root = Root(root)
+        self.nodes = []
+        for path in self.root.glob("sys/devices/system/node/node*"):
+            m = re.fullmatch(r"node(\d+)", path.name)
+            if m:
+                cpus = parse_cpu_list(self.root.first_line(f"sys/devices/system/node/{path.name}/cpulist"))
+                self.nodes.append((int(m.group(1)), set(cpus)))
+        self.prev_cpu: dict[int, tuple[int, int]] = {}
+        self.prev_swap: tuple[int, int] | None = None
+
+    def _cpu_times(self) -> dict[int, tuple[int, int]]:
+        out = {}
+        for line in (self.root.read("proc/stat") or "").splitlines():
+            if line.startswith("cpu") and line[3:4].isdigit():
+                parts = line.split()
+                vals = [int(x) for x in parts[1:]]
+                idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+                out[int(parts[0][3:])] = (sum(vals), idle)
+        return out
+
+    def _swap_io(self) -> tuple[int, int]:
+        v = parse_kv(self.root.read("proc/vmstat"), " ")
+        return int(v.get("pswpin", 0)), int(v.get("pswpout", 0))
+
+    def sample(self) -> HostSample:
+        info = parse_kv(self.root.read("proc/meminfo"))
+        cpu = self._cpu_times()
+        nodes = []
+        for node_id, cpus in self.nodes:
+            busy = total = 0
+            for c in cpus:
+                if c in cpu and c in self.prev_cpu:
+                    dt = cpu[c][0] - self.prev_cpu[c][0]
+                    total += dt
+                    busy += dt - (cpu[c][1] - self.prev_cpu[c][1])
+            meminfo = {}
+            for line in (self.root.read(f"sys/devices/system/node/node{node_id}/meminfo") or "").splitlines():
+                key, _, value = line.partition(":")
+                if key:
+                    meminfo[key.split()[-1]] = value.strip()
+            nodes.append(NodeSample(node_id, kb(meminfo.get("MemTotal")), kb(meminfo.get("MemFree")), 100.0 * busy / total if total else None))
+        self.prev_cpu = cpu
+        swap = self._swap_io()
+        swapping = self.prev_swap is not None and swap != self.prev_swap
+        self.prev_swap = swap
+        return HostSample(
+            total=kb(info.get("MemTotal")) or 0, available=kb(info.get("MemAvailable")) or 0,
+            swap_total=kb(info.get("SwapTotal")) or 0, swap_free=kb(info.get("SwapFree")) or 0,
+            page_cache=(kb(info.get("Cached")) or 0) + (kb(info.get("Buffers")) or 0), swapping=swapping, nodes=tuple(nodes),
+        )
+
+
+class ContainerSampler:
+    """State and `docker stats`-style memory / CPU of one container, polled one-shot (never an endless stream)."""
+
+    def __init__(self, name: str) -> None:
+        from ktwizard.deploy.docker_proc import connect
+
+        self.name = name
+        self.client = connect()
+        self.prev: tuple[int, int] | None = None
+        self.pids: set[int] = set()
+        self.pids_at = 0.0
+
+    def sample(self) -> ContainerSample:
+        import docker
+
+        try:
+            c = self.client.containers.get(self.name)
+        except docker.errors.NotFound:
+            return ContainerSample(self.name, "gone", 0, None, False, None, None, None)
+        state = c.attrs["State"]
+        mem_used = mem_limit = cpu_pct = None
+        if state.get("Running"):
+            st = c.stats(stream=False, one_shot=True)
+            ms = st.get("memory_stats") or {}
+            inactive = (ms.get("stats") or {}).get("total_inactive_file", (ms.get("stats") or {}).get("inactive_file", 0))
+            if "usage" in ms:
+                mem_used, mem_limit = ms["usage"] - inactive, ms.get("limit")
+            cs = st.get("cpu_stats") or {}
+            now = ((cs.get("cpu_usage") or {}).get("total_usage", 0), cs.get("system_cpu_usage", 0))
+            if self.prev and now[1] > self.prev[1]:
+                cpu_pct = (now[0] - self.prev[0]) / (now[1] - self.prev[1]) * (cs.get("online_cpus") or 1) * 100
+            self.prev = now
+            if time.monotonic() - self.pids_at > 10:
+                try:
+                    self.pids = {int(p[1]) for p in c.top().get("Processes") or []}
+                except (docker.errors.DockerException, ValueError, IndexError):
+                    self.pids = set()
+                self.pids_at = time.monotonic()
+        return ContainerSample(self.name, state.get("Status", "?"), int(c.attrs.get("RestartCount", 0)), None if state.get("Running") else state.get("ExitCode"),
+                               bool(state.get("OOMKilled")), mem_used, mem_limit, cpu_pct)
+
+
+class ServerSampler:
+    """/metrics through httpx, parsed by prometheus_client; rates against the previous scrape."""
+
+    def __init__(self, url: str, timeout: float = 2.0) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(timeout=timeout)
+        self.prev: Scrape | None = None
+
+    def sample(self) -> ServerSample:
+        import httpx
+
+        try:
+            resp = self.http.get(f"{self.url}/metrics")
+        except httpx.HTTPError as exc:
+            self.prev = None
+            return ServerSample(up=False, error=f"{self.url}/metrics unreachable ({exc.__class__.__name__})")
+        if resp.status_code != 200:
+            return ServerSample(up=False, error=f"{self.url}/metrics answered {resp.status_code} (is --enable-metrics on?)")
+        cur = parse_scrape(resp.text, time.monotonic())
+        out = server_sample(self.prev, cur)
+        self.prev = cur
+        return out
