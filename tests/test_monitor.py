@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from conftest import SHARED, free_port, run_cli
@@ -68,7 +69,7 @@ def test_quantile_over_the_window_not_the_lifetime():
 
 
 def test_batch_lines_in_every_spelling():
-    lines = [l for l in REF.splitlines() if "batch" in l and l.startswith("[2026")]
+    lines = [x for x in REF.splitlines() if "batch" in x and x.startswith("[2026")]
     prefill = parse_batch_line(lines[1])
     assert prefill.kind == "prefill" and prefill.fields["#new-token"] == 8192 and prefill.throughput == 501.77
     decode = parse_batch_line("[2026-07-20 14:02:40] Decode batch, #running-req: 2, #token: 16650, token usage: 0.05, cuda graph: True, gen throughput (token/s): 23.41, #queue-req: 0")
@@ -87,7 +88,7 @@ def test_host_sampler_on_this_machine():
     h.sample()
     time.sleep(0.2)
     s = h.sample()
-    own = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in open("/proc/meminfo")) if k in ("MemTotal", "SwapTotal")}
+    own = {k: int(v.split()[0]) * 1024 for k, v in (line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines()) if k in ("MemTotal", "SwapTotal")}
     assert s.total == own["MemTotal"] and s.swap_total == own["SwapTotal"]
     assert s.nodes and s.nodes[0].cpu_pct is not None
 
