@@ -70,6 +70,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
     deployment, _ = follow_startup(proc, plan, opts)
     print(f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
           f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}", file=sys.stderr)
+    from ktwizard.render.clients import clients_text
+
+    print(clients_text(plan), file=sys.stderr)
     if not opts.detach:
         stay_attached(proc, deployment)
     return 0

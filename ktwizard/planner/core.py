@@ -251,6 +251,9 @@ def plan(host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | 
         notices=tuple(notes), image=goals.image or (recipe.image if recipe else "") or "", model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
     )
+    from ktwizard.planner.forecast import forecast
+
+    result = replace(result, forecast=forecast(host, spec, choice.method, gpu_experts, tp, gpus[0].name, 0, 1))
     if spec.architecture == "DeepseekV2ForCausalLM":
         from ktwizard.planner.layers import place_layers
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ktwizard.notice import Notice
 from ktwizard.planner.budget import BudgetItem, GpuBudget, HostBudget
+from ktwizard.planner.forecast import Forecast
 from ktwizard.planner.layers import LayerPlacement
 
 __all__ = ["BudgetItem", "GpuBudget", "HostBudget", "LayerPlacement"]
@@ -85,7 +86,7 @@ class Plan:
     image: str = ""
     model_path: str = ""
     served_name: str = ""
-    decode_forecast: dict[str, float] = field(default_factory=dict)
+    forecast: Forecast | None = None  # decode tok/s at concurrency 1, before launch
     layers: LayerPlacement | None = None  # KTransformers layer-wise alternative (DeepSeek-V2 family)
 
     def flag(self, name: str) -> Value:

@@ -20,6 +20,10 @@ def render(plan: Plan, fmt: str, explain: bool = False) -> str:
         "docker": docker.docker_text,
         "compose": docker.compose_text,
     }
+    if fmt == "clients":
+        from ktwizard.render.clients import clients_text
+
+        return clients_text(plan)
     if fmt == "kt-rules":
         from ktwizard.render.kt_rules import kt_rules_text
 
@@ -27,4 +31,4 @@ def render(plan: Plan, fmt: str, explain: bool = False) -> str:
     return formats[fmt](plan)
 
 
-FORMATS = ("table", "json", "yaml", "args", "shell", "docker", "compose", "kt-rules")
+FORMATS = ("table", "json", "yaml", "args", "shell", "docker", "compose", "kt-rules", "clients")

@@ -40,6 +40,10 @@ def table_text(plan: Plan, explain: bool = False) -> str:
         where = "Host RAM" if h.node < 0 else f"NUMA node {h.node}"
         out.append(f"\n{where}: {human(h.used)} of {human(h.capacity)} ({human(h.free)} {'free' if h.free >= 0 else 'OVER'})")
         out += _items(h.items, h.capacity)
+    if plan.forecast is not None:
+        f = plan.forecast
+        out.append(f"\nDecode forecast (1 stream, short context): about {f.estimate_tok_s:.1f} tok/s; bandwidth bound {f.bound_tok_s:.1f} tok/s")
+        out += [f"  {a}" for a in f.assumptions]
     if plan.layers is not None:
         lp = plan.layers
         out.append("\nKTransformers layer-wise placement (--format kt-rules) — " + ("fits" if lp.fits else "does not fit"))

@@ -1,0 +1,41 @@
+"""An OpenAI-compatible streaming client that times what matters: time to first token, and per-token arrival."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    prompt_tokens: int | None
+    completion_tokens: int
+    ttft: float  # seconds from sending to the first generated token
+    token_times: tuple[float, ...]  # monotonic arrival time of every generated token chunk
+    started: float
+
+
+async def stream_chat(http, url: str, model: str, prompt: str, max_tokens: int) -> StreamResult:
+    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0,
+            "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True}
+    start = time.monotonic()
+    times: list[float] = []
+    usage: dict = {}
+    async with http.stream("POST", f"{url}/v1/chat/completions", json=body) as resp:
+        if resp.status_code != 200:
+            text = (await resp.aread()).decode("utf-8", "replace")[:200]
+            raise RuntimeError(f"the server answered {resp.status_code}: {text}")
+        async for line in resp.aiter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("content") or delta.get("reasoning_content"):
+                    times.append(time.monotonic())
+    if not times:
+        raise RuntimeError("the stream carried no tokens")
+    return StreamResult(usage.get("prompt_tokens"), usage.get("completion_tokens") or len(times), times[0] - start, tuple(times), start)
