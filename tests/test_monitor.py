@@ -205,3 +205,20 @@ def test_dashboard_snapshot(snap_compare):
 
     app = MonitorApp(source=Replay(recorded_samples()), interval=3600, predicted={0: 80_000_000_000})
     assert snap_compare(app, terminal_size=(120, 40), run_before=settle)
+
+
+def test_recorded_h200_run_followed_allocation_steps():
+    """Recorded on the H200 device (benchmarks/device_monitor.py): a torch process held 0-4-8-12-8-4-0 GiB, 8 s each."""
+    d = json.loads((Path(__file__).parent / "fixtures/device/gpu-follow.json").read_text())
+    samples, steps = d["samples"], d["steps"]
+    assert d["max_abs_diff_mib"] <= 2  # the monitor's NVML reading is nvidia-smi's, to the MiB rounding
+    context = None
+    for (start, gib), (end, _) in zip(steps, steps[1:] + [[1e9, 0]], strict=True):
+        inside = [s["monitor_used"] for s in samples if start + 1.5 < s["t"] < end - 0.5]
+        assert inside, (start, end)
+        if gib == 4 and context is None:
+            context = inside[0] - 4 * 2**30  # the child's CUDA context, whatever it measured
+        if context is not None:
+            for used in inside:
+                assert abs(used - (gib * 2**30 + context)) < 64 * 2**20, (gib, used)
+    assert max(s["monitor_used"] for s in samples) > 12 * 2**30
