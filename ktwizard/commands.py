@@ -99,6 +99,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     commands_bench.register(sub)
 
+    from ktwizard import commands_image
+
+    commands_image.register(sub)
+
     pr = sub.add_parser("presets", help="list the bundled model presets")
     pr.add_argument("--json", action="store_true")
     pr.set_defaults(func=cmd_presets)

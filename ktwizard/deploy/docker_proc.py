@@ -185,6 +185,10 @@ def start_container(plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -
     check_weights(plan)
     check_name(client, spec.name, opts.yes)
     ensure_image(client, spec.image, out)
+    from ktwizard.host.probe import probe
+    from ktwizard.image.build import check_image_for_host
+
+    check_image_for_host(client, spec.image, probe(with_engine=False))
     if memlock_limit() != -1:
         print(f"warning: this machine caps locked memory at {memlock_limit()} bytes; KT pins host buffers, so raise it "
               "(ulimit -l unlimited for dockerd, LimitMEMLOCK=infinity) on a real server", file=out)
