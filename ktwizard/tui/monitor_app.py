@@ -9,6 +9,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.message import Message
+from textual.screen import Screen
 from textual.widgets import Footer, Header
 
 from ktwizard.monitor.samples import Sample
@@ -25,9 +26,9 @@ class SampleReady(Message):
         self.sample = sample
 
 
-class MonitorApp(App):
-    CSS_PATH = "monitor.tcss"
-    TITLE = "ktwizard monitor"
+class MonitorScreen(Screen):
+    """The live dashboard: samplers run in a thread worker and post samples; panes render them from reactives."""
+
     BINDINGS = [
         Binding("p", "pause", "pause"),
         Binding("plus,equals_sign", "interval(0.5)", "slower"),
@@ -37,12 +38,11 @@ class MonitorApp(App):
         Binding("3", "focus_pane('throughput')", "throughput", show=False),
         Binding("4", "focus_pane('log')", "log", show=False),
         Binding("l", "toggle_log", "full log"),
-        Binding("q", "quit", "quit"),
     ]
 
     def __init__(self, url: str | None = None, container: str | None = None, interval: float = 1.0, gpus: bool = True,
                  source: SampleSource | None = None, predicted: dict[int, int] | None = None) -> None:
-        super().__init__()
+        super().__init__(name="monitor")
         self.url, self.container, self.interval, self.want_gpus = url, container, interval, gpus
         self.source = source
         self.predicted = predicted
@@ -61,7 +61,7 @@ class MonitorApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = self.url or self.container or ""
+        self.app.sub_title = f"monitor {self.url or self.container or ''}"
         if self.source is None:
             self.connect()
         else:
@@ -74,7 +74,7 @@ class MonitorApp(App):
         from ktwizard.monitor.session import Monitor
 
         self.source = Monitor(url=self.url, container=self.container, gpus=self.want_gpus)
-        self.call_from_thread(self._start_timer)
+        self.app.call_from_thread(self._start_timer)
 
     def _start_timer(self) -> None:
         self.timer = self.set_interval(self.interval, self.poll)
@@ -115,18 +115,18 @@ class MonitorApp(App):
         try:
             container = find_managed(connect(), self.container)
         except KtwizardError as exc:
-            self.call_from_thread(self.query_one(LogPane).add, f"no log: {exc.message}")
+            self.app.call_from_thread(self.query_one(LogPane).add, f"no log: {exc.message}")
             return
         buf = b""
         for chunk in container.logs(stream=True, follow=True, tail=200):
             buf += chunk
             *lines, buf = buf.split(b"\n")
             for line in lines:
-                self.call_from_thread(self.query_one(LogPane).add, line.decode("utf-8", "replace"))
+                self.app.call_from_thread(self.query_one(LogPane).add, line.decode("utf-8", "replace"))
 
     def action_pause(self) -> None:
         self.paused = not self.paused
-        self.sub_title = "paused" if self.paused else (self.url or "")
+        self.app.sub_title = "monitor paused" if self.paused else f"monitor {self.url or ''}"
 
     def action_interval(self, delta: float) -> None:
         self.interval = max(0.5, min(10.0, self.interval + delta))
@@ -140,3 +140,32 @@ class MonitorApp(App):
 
     def action_toggle_log(self) -> None:
         self.query_one("#panes").toggle_class("full-log")
+
+    def on_unmount(self) -> None:
+        self.workers.cancel_all()
+
+
+class MonitorApp(App):
+    """`ktwizard monitor`: the dashboard on its own."""
+
+    CSS_PATH = "monitor.tcss"
+    TITLE = "ktwizard monitor"
+    BINDINGS = [Binding("q", "quit", "quit")]
+
+    def __init__(self, **kw) -> None:
+        super().__init__()
+        self.kw = kw
+
+    def get_default_screen(self) -> Screen:
+        return MonitorScreen(**self.kw)
+
+    @property
+    def samples(self) -> int:
+        return getattr(self.screen, "samples", 0)
+
+    @property
+    def busy(self) -> bool:
+        return getattr(self.screen, "busy", False)
+
+    def poll(self) -> None:
+        self.screen.poll()
