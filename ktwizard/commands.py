@@ -109,4 +109,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_tui(args: argparse.Namespace) -> int:
-    raise KtwizardError("the interactive wizard is not built yet; use the subcommands (ktwizard --help)")
+    if not sys.stdout.isatty():
+        raise KtwizardError("the wizard needs a terminal; in scripts use the subcommands (ktwizard --help)", 2)
+    from ktwizard.tui.app import WizardApp
+
+    WizardApp().run()
+    return 0

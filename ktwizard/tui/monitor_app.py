@@ -107,8 +107,14 @@ class MonitorScreen(Screen):
         for pane in self.query(Pane):
             pane.sample = msg.sample
 
-    @work(thread=True, exclusive=True, group="log")
     def follow_log(self) -> None:
+        # A plain daemon thread, not a worker: docker's log stream blocks and cannot be cancelled, and a
+        # worker stuck in it would hold up the app's exit.
+        import threading
+
+        threading.Thread(target=self._follow_log, daemon=True).start()
+
+    def _follow_log(self) -> None:
         from ktwizard.deploy.docker_proc import connect, find_managed
         from ktwizard.errors import KtwizardError
 
@@ -118,11 +124,15 @@ class MonitorScreen(Screen):
             self.app.call_from_thread(self.query_one(LogPane).add, f"no log: {exc.message}")
             return
         buf = b""
-        for chunk in container.logs(stream=True, follow=True, tail=200):
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                self.app.call_from_thread(self.query_one(LogPane).add, line.decode("utf-8", "replace"))
+        self._log_stream = container.logs(stream=True, follow=True, tail=200)
+        try:
+            for chunk in self._log_stream:
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    self.app.call_from_thread(self.query_one(LogPane).add, line.decode("utf-8", "replace"))
+        except Exception:  # noqa: BLE001 - the stream closes, or the app is gone, when the screen goes
+            return
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -143,6 +153,9 @@ class MonitorScreen(Screen):
 
     def on_unmount(self) -> None:
         self.workers.cancel_all()
+        stream = getattr(self, "_log_stream", None)
+        if stream is not None:
+            stream.close()
 
 
 class MonitorApp(App):

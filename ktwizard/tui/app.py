@@ -1,0 +1,83 @@
+"""`ktwizard`: one app from an unknown machine to a running, monitored server, keyboard first."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual.app import App
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+
+from ktwizard.host.profile import HostProfile
+from ktwizard.tui.state import WizardState
+
+
+class StepCommands(Provider):
+    """The command palette reaches every step and action."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        actions = [("Go to host", app.goto_host), ("Go to model", partial(app.goto, "model")), ("Go to plan", partial(app.goto, "plan")),
+                   ("Go to launch", partial(app.goto, "launch")), ("Save deployment profile", app.save_profile), ("Re-probe this machine", app.reprobe)]
+        matcher = self.matcher(query)
+        for name, fn in actions:
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), fn)
+
+
+class WizardApp(App):
+    CSS_PATH = ["wizard.tcss", "monitor.tcss"]
+    TITLE = "ktwizard"
+    COMMANDS = App.COMMANDS | {StepCommands}
+    BINDINGS = [Binding("question_mark", "help", "keys"), Binding("ctrl+s", "save_profile", "save profile"), Binding("q", "quit", "quit")]
+
+    def __init__(self, host: HostProfile | None = None, host_ref: str | None = None, gpus: bool = True) -> None:
+        super().__init__()
+        self.state = WizardState(host=host, host_ref=host_ref)
+        self.gpus = gpus
+
+    def on_mount(self) -> None:
+        from ktwizard.tui.screens import HostScreen
+
+        self.push_screen(HostScreen())
+
+    def action_back(self) -> None:
+        if len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def action_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def goto_host(self) -> None:
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+
+    def goto(self, step: str) -> None:
+        from ktwizard.tui import screens
+
+        order = {"model": screens.ModelScreen, "plan": screens.PlanScreen, "launch": screens.LaunchScreen}
+        need = {"model": self.state.host, "plan": self.state.preset or self.state.model_dir, "launch": self.state.plan and self.state.plan.fits}
+        if need[step]:
+            self.push_screen(order[step]())
+        else:
+            self.notify(f"finish the earlier steps before {step}", severity="warning")
+
+    def reprobe(self) -> None:
+        self.goto_host()
+        self.screen.action_reprobe()
+
+    def action_save_profile(self) -> None:
+        self.save_profile()
+
+    def save_profile(self) -> None:
+        from ktwizard.tui.state import save_profile
+
+        if self.state.host is None:
+            self.notify("nothing to save yet", severity="warning")
+            return
+        name = (self.state.preset or "profile") + (f"-{self.state.host_ref}" if self.state.host_ref else "")
+        self.notify(f"saved {save_profile(self.state, name)}")
