@@ -63,7 +63,7 @@ class HostScreen(Step):
     def on_mount(self) -> None:
         super().on_mount()
         if self.state.host is None:
-            self.action_reprobe()
+            self.call_after_refresh(self.action_reprobe)  # paint first, then probe (2 cores: do not compete)
         else:
             self.show()
 
