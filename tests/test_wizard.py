@@ -17,10 +17,12 @@ def app_for(host="rtx-pro-6000-epyc-9355"):
     return WizardApp(host=load_host(host), host_ref=host, gpus=False)
 
 
-async def to_plan(pilot, search="kimi-k2.7"):
+async def to_plan(pilot, search="kimi-k2.7", weights=None):
     app = pilot.app
     await pilot.press("n")
     await pilot.pause()
+    if weights:
+        app.screen.query_one("#weights").value = str(weights)
     app.screen.query_one("#search").value = search
     await pilot.pause()
     ol = app.screen.query_one("#presets")
@@ -132,16 +134,7 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
     async def go():
         app = app_for()
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press("n")
-            await pilot.pause()
-            app.screen.query_one("#weights").value = str(checkpoint)
-            app.screen.query_one("#search").value = "kimi-k2.7"
-            await pilot.pause()
-            ol = app.screen.query_one("#presets")
-            ol.focus()
-            ol.highlighted = 0
-            await pilot.press("enter")
-            await pilot.pause()
+            await to_plan(pilot, weights=checkpoint)
             await set_input(pilot, "context", "163840")
             await set_input(pilot, "concurrency", "2")
             await pilot.press("ctrl+n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import fields
 
 from ktwizard.models.classify import classify
 from ktwizard.models.config import Arch
@@ -48,24 +49,10 @@ def build_spec(arch: Arch, model_id: str, name: str = "", source: str = "", byte
     if not exact:
         for group, n in arch.estimated:
             groups[group] = groups.get(group, 0) + n
+    shared = {f.name: getattr(arch, f.name) for f in fields(ModelSpec) if hasattr(arch, f.name)}  # the architecture facts
     return ModelSpec(
-        architecture=arch.architecture,
-        model_type=arch.model_type,
-        layers=arch.layers,
-        hidden=arch.hidden,
-        dense_intermediate=arch.dense_intermediate,
-        moe_intermediate=arch.moe_intermediate,
-        shared_intermediate=arch.shared_intermediate,
-        routed_experts=arch.routed_experts,
-        experts_per_token=arch.experts_per_token,
-        shared_experts=arch.shared_experts,
-        moe_layers=arch.moe_layers,
-        vocab=arch.vocab,
+        **shared,
         tied_embeddings=arch.tied,
-        attention=arch.attention,
-        max_context=arch.max_context,
-        expert_format=arch.expert_format,
-        other_format=arch.other_format,
         bytes_by_group={g: v for g, v in groups.items() if v and g != "mtp"},
         params_by_group={g: v for g, v in params.items() if v},
         per_layer=tuple(LayerBytes(i, ne, r) for i, (ne, r) in sorted(per_layer.items())),
