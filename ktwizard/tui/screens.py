@@ -136,10 +136,10 @@ class ModelScreen(Step):
         try:
             choice = choose_method(preset.spec(), host.cpu.flags, None)
         except BadInput:
-            return "  ✗ no method this CPU runs"
+            return "  ✗ no CPU method"
         spec = preset.spec()
         ram = M.cpu_bytes_per_expert(spec, choice.method) * spec.routed_experts * spec.moe_layer_count
-        return "  ✗ experts need more RAM" if ram > host.memory.usable else ""
+        return "  ✗ RAM too small" if ram > host.memory.usable else ""
 
     def fill(self, text: str) -> None:
         from ktwizard.models.presets import all_presets
@@ -149,7 +149,9 @@ class ModelScreen(Step):
         for p in all_presets().values():
             if text.lower() in f"{p.id} {p.name} {p.family}".lower():
                 s = p.spec()
-                ol.add_option(Option(f"{p.id:24} {s.params_total / 1e9:6.0f}B  {s.expert_format.describe()[:24]:24}{self.marks(p)}", id=p.id))
+                fmt = s.expert_format
+                short = {"fp8_block": "FP8", "fp8_channel": "FP8/ch", "int4_group": f"INT4 g{fmt.block}"}.get(fmt.kind, fmt.kind.upper())
+                ol.add_option(Option(f"{p.id:22} {s.params_total / 1e9:5.0f}B {short:8}{self.marks(p)}", id=p.id))
 
     @on(Input.Changed, "#search")
     def search(self, event: Input.Changed) -> None:
