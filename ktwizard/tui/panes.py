@@ -14,6 +14,11 @@ from ktwizard.monitor.samples import Sample
 from ktwizard.units import human
 
 
+# Sparklines are redrawn every few samples: they cost as much as every other update together, and a history
+# line need not move every second.
+SPARK_EVERY = 5
+
+
 def bar(frac: float, width: int = 30, mark: float | None = None) -> Text:
     """A bar filled to frac, with '|' where the plan predicted it would be."""
     frac = max(0.0, min(1.0, frac))
@@ -31,7 +36,7 @@ def fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
 
 
 class Pane(Vertical):
-    sample: reactive[Sample | None] = reactive(None)
+    sample: reactive[Sample | None] = reactive(None, repaint=False)  # children repaint themselves
     can_focus = True
 
     def __init__(self, title: str, **kw) -> None:
@@ -69,7 +74,7 @@ class GpuPane(Pane):
                 lines += Text(f"  server {human(server)}")
             lines += "\n"
         self.query_one("#gpu-text", Static).update(lines, layout=False)
-        if s.gpus:
+        if s.gpus and (len(self.history[s.gpus[0].index]) % SPARK_EVERY == 1 or SPARK_EVERY == 1):
             self.query_one("#gpu-spark", Sparkline).data = list(self.history[s.gpus[0].index])
 
 
@@ -123,7 +128,8 @@ class ThroughputPane(Pane):
         t += Text(f"TTFT p50 {fmt(v.ttft_p50, ' s', 2)}  p95 {fmt(v.ttft_p95, ' s', 2)}   ITL p50 {fmt(v.itl_p50 and v.itl_p50 * 1000, ' ms', 0)}  "
                   f"p95 {fmt(v.itl_p95 and v.itl_p95 * 1000, ' ms', 0)}")
         self.query_one("#tp-text", Static).update(t, layout=False)
-        self.query_one("#tp-spark", Sparkline).data = list(self.decode)
+        if len(self.decode) % SPARK_EVERY == 1 or SPARK_EVERY == 1:
+            self.query_one("#tp-spark", Sparkline).data = list(self.decode)
 
 
 class AlertsPane(Pane):
