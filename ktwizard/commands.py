@@ -56,13 +56,17 @@ def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
     pr.add_argument("--served-name", metavar="NAME")
 
 
-def make_plan(args: argparse.Namespace):
+def make_plan(args: argparse.Namespace, all_gpus: bool = False):
+    """all_gpus: plan for every GPU of the host whatever --gpus says (launch --gpus none requests none, plans for all)."""
+    from dataclasses import replace
+
     from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
     from ktwizard.planner.core import plan
 
     model = resolve_model(args.preset, args.model)
     host = resolve_host(args.host, args.weights)
-    return plan(host, model.spec, goals_from_args(args), model.hints, model.recipe)
+    goals = goals_from_args(args)
+    return plan(host, model.spec, replace(goals, gpus=None) if all_gpus else goals, model.hints, model.recipe)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

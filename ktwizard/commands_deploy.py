@@ -18,12 +18,7 @@ def _load_plan(args: argparse.Namespace):
         return from_data(Plan, read_structured(Path(args.plan)), args.plan)
     from ktwizard.commands import make_plan
 
-    gpus = args.gpus
-    args.gpus = None if gpus in ("none", "all") else gpus  # --gpus none plans for the host's GPUs, requests none
-    try:
-        return make_plan(args)
-    finally:
-        args.gpus = gpus
+    return make_plan(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs, requests none
 
 
 def _env(pairs: list[str]) -> dict[str, str]:

@@ -24,10 +24,10 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         from ktwizard.models.inspect import inspect_checkpoint
 
         result = inspect_checkpoint(model_dir)
-        match = next((p for p in all_presets().values() if p.spec() == result.spec), None)
-        if match is None:  # same architecture family: borrow parsers from the first preset of that class and size
-            match = next((p for p in all_presets().values() if p.spec().architecture == result.spec.architecture
-                          and p.spec().hidden == result.spec.hidden), None)
+        # Presets of the same class and size, found from their config alone: building every preset's spec is the slow part.
+        same = [p for p in all_presets().values() if _shape(p.config) == (result.spec.architecture, result.spec.hidden)]
+        # the exact preset when one equals the checkpoint, else the first of that class and size lends its parsers
+        match = next((p for p in same if p.spec() == result.spec), same[0] if same else None)
         hints = match.sglang if match else SglangHints()
         notes = result.notes + ((f"matches preset {match.id}; using its parsers",) if match else ("no preset matches: no tool/reasoning parser set",))
         return ModelChoice(result.spec, hints, recipe_for(match.id) if match else None, notes)
@@ -35,6 +35,13 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         p = get_preset(preset)
         return ModelChoice(p.spec(), p.sglang, recipe_for(p.id))
     raise BadInput("name a model: --preset ID (ktwizard presets lists them) or --model DIR (a checkpoint folder)")
+
+
+def _shape(config: dict) -> tuple[str, int]:
+    from ktwizard.models.config import parse_config
+
+    arch = parse_config(config)
+    return arch.architecture, arch.hidden
 
 
 def resolve_host(ref: str | None, weights: str | None = None) -> HostProfile:

@@ -13,7 +13,6 @@ from textual.widgets import Log, Sparkline, Static
 from ktwizard.monitor.samples import Sample
 from ktwizard.units import human
 
-
 # Sparklines are redrawn every few samples: they cost as much as every other update together, and a history
 # line need not move every second.
 SPARK_EVERY = 5

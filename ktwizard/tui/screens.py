@@ -236,14 +236,13 @@ class PlanScreen(Step):
             self.replan()
 
     def replan(self) -> None:
-        from ktwizard.inputs import resolve_model
         from ktwizard.planner.core import plan
         from ktwizard.render.table import verdict
 
         verdict_w = self.query_one("#verdict", Static)
         try:
             goals = self.goals()
-            model = resolve_model(self.state.preset, self.state.model_dir)
+            model = self.state.model()
             result = plan(self.state.host, model.spec, goals, model.hints, model.recipe)
         except ValueError:
             verdict_w.update(Text("give whole numbers for context, concurrency and GPU experts", style="red"))

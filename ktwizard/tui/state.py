@@ -31,6 +31,17 @@ class WizardState:
     model_dir: str | None = None
     goals: Goals = field(default_factory=Goals)
     plan: Plan | None = None
+    _model: object | None = field(default=None, repr=False)
+    _model_key: tuple | None = field(default=None, repr=False)
+
+    def model(self):
+        """The resolved model (spec, parsers, recipe); inspecting a checkpoint reads every header, so once per choice."""
+        from ktwizard.inputs import resolve_model
+
+        key = (self.preset, self.model_dir)
+        if self._model_key != key:
+            self._model, self._model_key = resolve_model(self.preset, self.model_dir), key
+        return self._model
 
 
 def profiles_dir() -> Path:
