@@ -1,17 +1,21 @@
 """Cost of `ktwizard monitor` at 1 Hz: CPU seconds per minute and peak RSS of the dashboard process, with the
 stand-in server under load. Budget (DESIGN.md): under 1 % of one core (0.6 CPU-s per minute) and 80 MB RSS.
 
-Usage: python benchmarks/monitor.py [--seconds 60]
-It starts the stand-in natively, drives two streams, runs the Textual dashboard headless in a child process
-for the given time, and reads that child's CPU time and max RSS from the kernel (getrusage of children).
+Usage: python benchmarks/monitor.py [--seconds 60] [--sampler-only | --terminal] [--no-gpu]
+It starts the stand-in natively and drives two streams, then runs one of:
+  default         the Textual dashboard headless (run_test) in a child process;
+  --terminal      `ktwizard monitor` itself on a pseudo-terminal of 120x40: the real driver writing escape codes;
+  --sampler-only  the headless sampling loop (what --once repeats), no Textual.
+Steady cost is the process's CPU time (from /proc/PID/stat) between a warm-up mark and the end, over that wall
+time; start-up (imports, first paint) is a one-off and is reported apart. Peak RSS is VmHWM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -25,28 +29,28 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLER_ONLY = """
 import sys, time
 from ktwizard.monitor.session import Monitor
-url, seconds = sys.argv[1], float(sys.argv[2])
-m = Monitor(url=url)
-t0 = time.process_time()
+url, seconds, gpus = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
+m = Monitor(url=url, gpus=gpus)
 end = time.monotonic() + seconds
-n = 0
 while time.monotonic() < end:
-    m.sample(); n += 1
+    m.sample()
     time.sleep(1.0)
-print("samples", n, "steady cpu s", round(time.process_time() - t0, 3), file=sys.stderr)
 """
 
-CHILD = """
+HEADLESS = """
 import asyncio, sys
 from ktwizard.tui.monitor_app import MonitorApp
-url, seconds = sys.argv[1], float(sys.argv[2])
+url, seconds, gpus = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
 async def main():
-    app = MonitorApp(url=url, interval=1.0)
+    app = MonitorApp(url=url, interval=1.0, gpus=gpus)
     async with app.run_test(size=(120, 40), headless=True) as pilot:
         await asyncio.sleep(seconds)
         print("samples", app.samples, file=sys.stderr)
 asyncio.run(main())
 """
+
+WARMUP_S = 5.0
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -58,7 +62,10 @@ def free_port() -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--sampler-only", action="store_true", help="the headless sampling loop (what --once repeats), no Textual")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--sampler-only", action="store_true", help="the headless sampling loop (what --once repeats), no Textual")
+    mode.add_argument("--terminal", action="store_true", help="`ktwizard monitor` on a real pseudo-terminal")
+    ap.add_argument("--no-gpu", action="store_true", help="skip NVML (as `ktwizard monitor --no-gpu`)")
     args = ap.parse_args()
     port = free_port()
     ckpt = Path(tempfile.mkdtemp()) / "model"
@@ -83,25 +90,104 @@ def main() -> None:
 
     for _ in range(2):
         threading.Thread(target=load, daemon=True).start()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        if args.terminal:
+            result = in_terminal(url, args.seconds, args.no_gpu)
+        else:
+            code = SAMPLER_ONLY if args.sampler_only else HEADLESS
+            child = subprocess.Popen([sys.executable, "-c", code, url, str(args.seconds), "0" if args.no_gpu else "1"], cwd=REPO,
+                                     stderr=subprocess.PIPE, text=True)
+            result = watch(child.pid, args.seconds, lambda: child.poll() is None)
+            result["child"] = (child.communicate()[1] or "").strip().splitlines()[-1:]
+    finally:
+        stop.set()
+        server.terminate()
+    mode = "terminal (pty 120x40)" if args.terminal else "sampler only" if args.sampler_only else "Textual dashboard, headless"
+    print(json.dumps({"mode": mode, **result, "budget": {"cpu_percent_of_one_core": 1.0, "max_rss_mb": 80}}, indent=1))
+
+
+def cpu_seconds(pid: int, task: str | None = None) -> float:
+    path = f"/proc/{pid}/task/{task}/stat" if task else f"/proc/{pid}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+
+def thread_cpu(pid: int) -> dict[str, float]:
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # the thread ended
+            out[task.name] = cpu_seconds(pid, task.name)
+    return out
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def watch(pid: int, seconds: float, alive) -> dict:
+    """CPU of pid at the warm-up mark and near the end (read while it still runs)."""
     t0 = time.monotonic()
-    child = subprocess.run([sys.executable, "-c", SAMPLER_ONLY if args.sampler_only else CHILD, f"http://127.0.0.1:{port}", str(args.seconds)], cwd=REPO, capture_output=True, text=True)
-    wall = time.monotonic() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    stop.set()
-    server.terminate()
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    # the dashboard's start-up (imports, first paint) is a one-off; report it apart from the steady 1 Hz cost
-    print(json.dumps({
-        "mode": "sampler only" if args.sampler_only else "Textual dashboard",
-        "seconds": round(wall, 1),
-        "cpu_seconds_total": round(cpu, 3),
-        "cpu_seconds_per_minute": round(cpu / wall * 60, 3),
-        "cpu_percent_of_one_core": round(cpu / wall * 100, 3),
-        "max_rss_mb": round(after.ru_maxrss / 1024, 1),
-        "child": child.stderr.strip().splitlines()[-1:] if child.stderr else [],
-        "budget": {"cpu_percent_of_one_core": 1.0, "max_rss_mb": 80},
-    }, indent=1))
+    time.sleep(WARMUP_S)
+    c0, w0, t_0 = cpu_seconds(pid), time.monotonic(), thread_cpu(pid)
+    while alive() and time.monotonic() - t0 < seconds - 0.5:
+        time.sleep(0.25)
+    c1, w1, rss, t_1 = cpu_seconds(pid), time.monotonic(), peak_rss_mb(pid), thread_cpu(pid)
+    steady = (c1 - c0) / (w1 - w0)
+    # main thread first (its id is the pid), then the others by cost: where the steady CPU goes
+    per_thread = sorted(((tid, t_1[tid] - t_0.get(tid, 0.0)) for tid in t_1), key=lambda x: (x[0] != str(pid), -x[1]))
+    return {"seconds": round(w1 - t0, 1), "startup_cpu_s": round(c0, 3), "steady_window_s": round(w1 - w0, 1),
+            "steady_cpu_s": round(c1 - c0, 3), "cpu_seconds_per_minute": round(steady * 60, 3),
+            "cpu_percent_of_one_core": round(steady * 100, 3), "max_rss_mb": rss,
+            "steady_cpu_s_per_thread": [round(c, 2) for _, c in per_thread if c > 0 or _ == str(pid)]}
+
+
+def in_terminal(url: str, seconds: float, no_gpu: bool) -> dict:
+    """`ktwizard monitor` on a pseudo-terminal of 120x40 whose output this process drains, as a terminal would."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    argv = [sys.executable, "-m", "ktwizard", "monitor", "--url", url] + (["--no-gpu"] if no_gpu else [])
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(REPO)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(sys.executable, argv)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    seen = bytearray()
+    written = [0]
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            written[0] += len(chunk)
+            seen.extend(chunk)
+            del seen[:-200_000]
+
+    threading.Thread(target=drain, daemon=True).start()
+    try:
+        result = watch(pid, seconds, lambda: os.waitpid(pid, os.WNOHANG) == (0, 0))
+        result["terminal_bytes_written"] = written[0]
+        result["screen_shows_decode"] = b"decode" in seen
+    finally:
+        os.write(fd, b"q")
+        for _ in range(40):
+            if os.waitpid(pid, os.WNOHANG) != (0, 0):
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, 9)
+    return result
 
 
 if __name__ == "__main__":

@@ -55,6 +55,18 @@ def test_scrape_gauges_and_rates_from_counter_deltas():
     assert server_sample(None, a).decode_tps == 23.41  # first scrape: the gen_throughput gauge
 
 
+def test_histograms_skipped_leave_rates_and_gauges_and_take_the_window_since_the_last_histogram_scrape():
+    a = parse_scrape(SCRAPE, 100.0)
+    mid = parse_scrape(bumped(SCRAPE, decode=235.0, prefill=0.0, extra_ttft=2), 105.0, histograms=False)
+    b = parse_scrape(bumped(SCRAPE, decode=470.0, prefill=16384.0, extra_ttft=4), 110.0)
+    assert mid.buckets == {} and mid.gauges == a.gauges and set(mid.counters) == set(a.counters)
+    s_mid = server_sample(a, mid, since=a)
+    assert s_mid.decode_tps == pytest.approx(235.0 / 5) and s_mid.ttft_p50 is None  # no buckets: no quantile, not a stale one
+    s = server_sample(mid, b, since=a)
+    assert s.decode_tps == pytest.approx(235.0 / 5)
+    assert s.ttft_p50 == pytest.approx(1.0 + (20.0 - 1.0) * (2 / 4))  # the 4 observations since a, not the 2 since mid
+
+
 def test_counter_reset_gives_no_rate():
     a = parse_scrape(bumped(SCRAPE, 1000.0, 0.0, 0), 0.0)
     b = parse_scrape(SCRAPE, 1.0)
@@ -177,11 +189,11 @@ def test_dashboard_renders_recorded_samples_and_keys_work():
         async with app.run_test(size=(120, 40)) as pilot:
             while app.samples < 5:
                 await pilot.pause(0.05)
-            gpu = str(app.query_one("#gpu-text").render())
-            tp = str(app.query_one("#tp-text").render())
+            gpu = app.query_one("#gpu").plain
+            tp = app.query_one("#throughput").plain
             assert "GPU0" in gpu and "plan 74.51 GiB" in gpu and "server 64.26 GiB" in gpu
             assert "decode  26.0 tok/s" in tp and "queued 1" in tp and "TTFT p50 1.20 s" in tp
-            assert "decode rate collapsed" in str(app.query_one("#alerts-text").render())
+            assert "decode rate collapsed" in app.query_one("#alerts").plain
             await pilot.press("l")  # full log: the other panes hide and are no longer polled
             await pilot.pause(0.2)
             assert "gpu" not in source.polled[-1] and "server" not in source.polled[-1]
@@ -189,6 +201,78 @@ def test_dashboard_renders_recorded_samples_and_keys_work():
             n = app.samples
             await pilot.pause(0.3)
             assert app.samples == n  # paused
+            await pilot.press("q")
+
+    asyncio.run(go())
+
+
+def screen_text(app) -> list[str]:
+    return ["".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips()]
+
+
+def test_rows_repaint_only_the_rows_that_changed():
+    """The dashboard's cost rests on this: one changed number repaints one row, and rows that went away are blanked."""
+    import asyncio
+
+    from rich.text import Text
+    from textual.app import App
+
+    from ktwizard.tui.rows import Rows
+
+    class Counted(Rows):  # the real widget, rendering for real; only counts which rows the compositor asked for
+        asked: list[int] = []
+
+        def render_line(self, y):
+            self.asked.append(y)
+            return super().render_line(y)
+
+    class One(App):
+        def compose(self):
+            yield Counted()
+
+    async def go():
+        app = One()
+        async with app.run_test(size=(40, 8)) as pilot:
+            rows = app.query_one(Counted)
+            rows.show(Text("decode 20.0 tok/s"), Text("queued 0"), Text("alert: swap"))
+            await pilot.pause(0.1)
+            rows.asked.clear()
+            rows.show(Text("decode 21.5 tok/s"), Text("queued 0"), Text("alert: swap"))
+            await pilot.pause(0.1)
+            assert sorted(set(rows.asked)) == [0]
+            assert screen_text(app)[0].startswith("decode 21.5 tok/s")
+            rows.asked.clear()
+            rows.show(Text("decode 21.5 tok/s"), Text("queued 0"), Text("alert: swap"))  # nothing changed: nothing repainted
+            await pilot.pause(0.1)
+            assert rows.asked == []
+            rows.show(Text("decode 21.5 tok/s"))
+            await pilot.pause(0.1)
+            assert sorted(set(rows.asked)) == [1, 2]
+            assert "queued" not in "".join(screen_text(app)) and "alert" not in "".join(screen_text(app))
+            rows.show(Text("x" * 50))  # wider than the widget: wrapped, not cut off
+            await pilot.pause(0.1)
+            assert screen_text(app)[0] == "x" * 40 and screen_text(app)[1].startswith("x" * 10 + " ")
+
+    asyncio.run(go())
+
+
+def test_dashboard_resizes_its_bars_with_the_terminal():
+    import asyncio
+
+    from ktwizard.tui.monitor_app import MonitorApp
+
+    async def go():
+        app = MonitorApp(source=Replay(recorded_samples()), interval=0.05, predicted={0: 80_000_000_000})
+        async with app.run_test(size=(80, 24)) as pilot:
+            while app.samples < 2:
+                await pilot.pause(0.05)
+            narrow = next(line for line in screen_text(app) if "GPU0 " in line)
+            await pilot.resize_terminal(160, 40)
+            await pilot.pause(0.2)
+            wide = next(line for line in screen_text(app) if "GPU0 " in line)
+            cells = lambda line: line.count("█") + line.count("·") + line.count("|")  # noqa: E731
+            assert cells(wide) > cells(narrow)
+            assert "of 140.40 GiB" in wide  # the numbers stay on the bar's row at either size
             await pilot.press("q")
 
     asyncio.run(go())

@@ -153,7 +153,7 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
                 if isinstance(app.screen, MonitorScreen) and app.screen.samples >= 2:
                     break
             assert isinstance(app.screen, MonitorScreen), [line for line in s.query_one("#launch-log").lines]
-            assert "decode" in str(app.screen.query_one("#tp-text").render())
+            assert "decode" in app.screen.query_one("#throughput").plain
 
     try:
         asyncio.run(go())

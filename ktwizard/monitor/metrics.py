@@ -15,13 +15,36 @@ class Scrape:
     buckets: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)  # histogram -> ((le, cumulative), ...)
 
 
-def parse_scrape(text: str, t: float) -> Scrape:
+# The families the dashboard reads. A real server exposes many more (per-stage latency histograms of dozens of
+# buckets, each sample with five or six labels); prometheus_client's parser walks labels a character at a time,
+# so only these lines are handed to it.
+# Latency histograms are most of a scrape's lines, so a caller may skip them on most scrapes.
+GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:num_used_tokens", "sglang:max_total_num_tokens",
+          "sglang:token_usage", "sglang:cache_hit_rate", "sglang:gen_throughput")
+COUNTERS = ("sglang:num_aborted_requests_total", "sglang:realtime_tokens_total", "sglang:generation_tokens_total", "sglang:prompt_tokens_total")
+HISTOGRAMS = ("sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds")
+# Line prefixes: a name then "{" or " " (so `_created` twins and look-alike names stay out); histograms by bucket.
+FAMILIES = tuple(n + end for n in GAUGES + COUNTERS for end in ("{", " "))
+HISTOGRAM_LINES = tuple(n + end for n in HISTOGRAMS for end in (" ", "_bucket{"))
+
+
+def wanted_lines(text: str, families: tuple[str, ...]) -> str:
+    """The scrape cut to the given families: their HELP/TYPE comments and samples, in order."""
+    keep = []
+    for line in text.splitlines():
+        name = line[7:] if line.startswith(("# HELP ", "# TYPE ")) else line
+        if name.startswith(families):
+            keep.append(line)
+    return "\n".join(keep) + "\n"
+
+
+def parse_scrape(text: str, t: float, histograms: bool = True) -> Scrape:
     from prometheus_client.parser import text_string_to_metric_families
 
     gauges: dict[str, float] = {}
     counters: dict[str, float] = {}
     buckets: dict[str, dict[float, float]] = {}
-    for fam in text_string_to_metric_families(text):
+    for fam in text_string_to_metric_families(wanted_lines(text, FAMILIES + HISTOGRAM_LINES if histograms else FAMILIES)):
         for s in fam.samples:
             name = s.name
             if fam.type == "gauge":
@@ -63,7 +86,8 @@ def _rate(prev: Scrape, cur: Scrape, *keys: str) -> float | None:
     return None if delta < 0 else delta / dt  # a negative delta is a server restart: no rate this round
 
 
-def server_sample(prev: Scrape | None, cur: Scrape) -> ServerSample:
+def server_sample(prev: Scrape | None, cur: Scrape, since: Scrape | None = None) -> ServerSample:
+    """Gauges of cur, rates since prev, latency quantiles of the observations since `since` (default prev)."""
     g = cur.gauges
     s = {"up": True, "running": g.get("sglang:num_running_reqs"), "queued": g.get("sglang:num_queue_reqs"),
          "kv_used_tokens": g.get("sglang:num_used_tokens"), "kv_capacity": g.get("sglang:max_total_num_tokens"),
@@ -76,10 +100,11 @@ def server_sample(prev: Scrape | None, cur: Scrape) -> ServerSample:
         else:  # older servers: the finished-request counters, lumpy but real
             s["decode_tps"] = _rate(prev, cur, "sglang:generation_tokens_total")
             s["prefill_tps"] = _rate(prev, cur, "sglang:prompt_tokens_total")
-        for key, name in (("ttft", "sglang:time_to_first_token_seconds"), ("itl", "sglang:inter_token_latency_seconds")):
-            if name in cur.buckets:
-                s[f"{key}_p50"] = quantile(prev.buckets.get(name), cur.buckets[name], 0.5)
-                s[f"{key}_p95"] = quantile(prev.buckets.get(name), cur.buckets[name], 0.95)
+        base = since or prev
+        for key, name in zip(("ttft", "itl"), HISTOGRAMS, strict=True):
+            if name in cur.buckets and name in base.buckets:  # never a lifetime quantile passed off as a recent one
+                s[f"{key}_p50"] = quantile(base.buckets[name], cur.buckets[name], 0.5)
+                s[f"{key}_p95"] = quantile(base.buckets[name], cur.buckets[name], 0.95)
     elif "sglang:gen_throughput" in g:
         s["decode_tps"] = g["sglang:gen_throughput"]
     return ServerSample(**s)

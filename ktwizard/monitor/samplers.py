@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 from typing import Any
 
 from ktwizard.host.root import Root, kb, parse_cpu_list, parse_kv
@@ -163,8 +164,18 @@ class ContainerSampler:
                                bool(state.get("OOMKilled")), mem_used, mem_limit, cpu_pct)
 
 
+LATENCY = ("ttft_p50", "ttft_p95", "itl_p50", "itl_p95")
+
+
 class ServerSampler:
-    """/metrics through httpx, parsed by prometheus_client; rates against the previous scrape."""
+    """/metrics through httpx, parsed by prometheus_client; rates against the previous scrape.
+
+    The latency histograms are most of a scrape and prometheus_client's parser is the sampler's largest cost, so
+    they are parsed every HISTOGRAM_EVERY scrapes and the quantiles cover that window: a 1 s window of TTFT
+    observations is mostly empty anyway.
+    """
+
+    HISTOGRAM_EVERY = 5
 
     def __init__(self, url: str, timeout: float = 2.0) -> None:
         import httpx
@@ -172,6 +183,13 @@ class ServerSampler:
         self.url = url.rstrip("/")
         self.http = httpx.Client(timeout=timeout)
         self.prev: Scrape | None = None
+        self.prev_hist: Scrape | None = None
+        self.latency: dict[str, float | None] = {}
+        self.scrapes = 0
+
+    def _reset(self) -> None:
+        self.prev = self.prev_hist = None
+        self.latency = {}
 
     def sample(self) -> ServerSample:
         import httpx
@@ -179,11 +197,18 @@ class ServerSampler:
         try:
             resp = self.http.get(f"{self.url}/metrics")
         except httpx.HTTPError as exc:
-            self.prev = None
+            self._reset()
             return ServerSample(up=False, error=f"{self.url}/metrics unreachable ({exc.__class__.__name__})")
         if resp.status_code != 200:
+            self._reset()
             return ServerSample(up=False, error=f"{self.url}/metrics answered {resp.status_code} (is --enable-metrics on?)")
-        cur = parse_scrape(resp.text, time.monotonic())
-        out = server_sample(self.prev, cur)
+        with_hist = self.prev_hist is None or self.scrapes % self.HISTOGRAM_EVERY == 0
+        self.scrapes += 1
+        cur = parse_scrape(resp.text, time.monotonic(), histograms=with_hist)
+        out = server_sample(self.prev, cur, since=self.prev_hist)  # cur has no buckets between histogram scrapes
         self.prev = cur
-        return out
+        if with_hist:
+            self.latency = {k: getattr(out, k) for k in LATENCY}
+            self.prev_hist = cur
+            return out
+        return replace(out, **self.latency)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Protocol
 
 from textual import work
@@ -11,6 +13,7 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Header
+from textual.worker import get_current_worker
 
 from ktwizard.monitor.samples import Sample
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, LogPane, Pane, ThroughputPane
@@ -49,6 +52,8 @@ class MonitorScreen(Screen):
         self.paused = False
         self.busy = False
         self.samples = 0
+        self.polled: frozenset[str] = frozenset()
+        self._wake = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -62,56 +67,57 @@ class MonitorScreen(Screen):
 
     def on_mount(self) -> None:
         self.app.sub_title = f"monitor {self.url or self.container or ''}"
-        if self.source is None:
-            self.connect()
-        else:
-            self._start_timer()
+        self.panes = list(self.query(Pane))  # fixed for the screen's life; a query per sample costs more than a pane
+        self.polled = self.visible_panes()
+        self.sample_loop()
         if self.container:
             self.follow_log()
-
-    @work(thread=True, exclusive=True, group="connect")
-    def connect(self) -> None:
-        from ktwizard.monitor.session import Monitor
-
-        self.source = Monitor(url=self.url, container=self.container, gpus=self.want_gpus)
-        self.app.call_from_thread(self._start_timer)
-
-    def _start_timer(self) -> None:
-        self.timer = self.set_interval(self.interval, self.poll)
-        self.poll()
 
     def visible_panes(self) -> frozenset[str]:
         polls = {"gpu": {"gpu"}, "host": {"host", "container"}, "throughput": {"server"}}
         out = {"container"}  # container state feeds the alerts, which are always shown
-        for p in self.query(Pane):
+        for p in self.panes:
             if p.id in polls and p.display:
                 out |= polls[p.id]
         return frozenset(out)
 
     def poll(self) -> None:
-        if self.paused or self.busy or self.source is None:
-            return  # polls never overlap
-        self.busy = True
-        self.sample_worker(self.visible_panes())
+        """Sample now rather than at the next tick."""
+        self._wake.set()
 
     @work(thread=True, exclusive=True, group="sample")
-    def sample_worker(self, panes: frozenset[str]) -> None:
-        try:
-            s = self.source.sample(panes)
-        finally:
-            self.busy = False
-        self.post_message(SampleReady(s))
+    def sample_loop(self) -> None:
+        # One long-lived worker, not one per sample: starting a worker costs about as much as rendering a
+        # sample, and a single loop cannot overlap itself.
+        worker = get_current_worker()
+        if self.source is None:
+            from ktwizard.monitor.session import Monitor
+
+            self.source = Monitor(url=self.url, container=self.container, gpus=self.want_gpus)
+        due = time.monotonic()
+        while not worker.is_cancelled:
+            self._wake.wait(max(0.0, due - time.monotonic()))
+            self._wake.clear()
+            if worker.is_cancelled:
+                return
+            due = time.monotonic() + self.interval
+            if self.paused:
+                continue
+            self.busy = True
+            try:
+                s = self.source.sample(self.polled)  # set on the UI thread; a frozenset is safe to read here
+            finally:
+                self.busy = False
+            self.post_message(SampleReady(s))
 
     def on_sample_ready(self, msg: SampleReady) -> None:
         self.samples += 1
-        for pane in self.query(Pane):
+        for pane in self.panes:
             pane.sample = msg.sample
 
     def follow_log(self) -> None:
         # A plain daemon thread, not a worker: docker's log stream blocks and cannot be cancelled, and a
         # worker stuck in it would hold up the app's exit.
-        import threading
-
         threading.Thread(target=self._follow_log, daemon=True).start()
 
     def _follow_log(self) -> None:
@@ -140,9 +146,7 @@ class MonitorScreen(Screen):
 
     def action_interval(self, delta: float) -> None:
         self.interval = max(0.5, min(10.0, self.interval + delta))
-        if hasattr(self, "timer"):
-            self.timer.stop()
-            self.timer = self.set_interval(self.interval, self.poll)
+        self.poll()  # the loop takes the new interval from this sample on
         self.notify(f"sampling every {self.interval:g} s")
 
     def action_focus_pane(self, pane: str) -> None:
@@ -150,9 +154,11 @@ class MonitorScreen(Screen):
 
     def action_toggle_log(self) -> None:
         self.query_one("#panes").toggle_class("full-log")
+        self.polled = self.visible_panes()
 
     def on_unmount(self) -> None:
         self.workers.cancel_all()
+        self._wake.set()  # the sampling loop sees the cancel now, not at its next tick
         stream = getattr(self, "_log_stream", None)
         if stream is not None:
             stream.close()

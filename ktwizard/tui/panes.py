@@ -1,4 +1,8 @@
-"""Dashboard panes: each renders one part of a Sample from a reactive; none polls anything itself."""
+"""Dashboard panes: each renders one part of a Sample from a reactive; none polls anything itself.
+
+A pane is one Rows widget (its border, title and text), not a container of widgets: every widget in the
+repainted area costs the compositor a pass per sample, and the dashboard must cost next to nothing.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,17 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Log, Sparkline, Static
+from textual.widgets import Log
 
 from ktwizard.monitor.samples import Sample
+from ktwizard.tui.rows import Rows
 from ktwizard.units import human
 
-# Sparklines are redrawn every few samples: they cost as much as every other update together, and a history
-# line need not move every second.
+HISTORY = 600  # samples kept per series: 10 minutes at 1 Hz
+# History lines are redrawn every few samples: 600 samples across ~60 cells is one cell per 10 samples,
+# so redrawing every second would only shuffle bucket edges.
 SPARK_EVERY = 5
+BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
 def bar(frac: float, width: int = 30, mark: float | None = None) -> Text:
@@ -30,128 +37,185 @@ def bar(frac: float, width: int = 30, mark: float | None = None) -> Text:
     return t
 
 
+def spark(values: list[float], width: int, top: float | None = None, height: int = 2, style: str = "cyan") -> list[Text]:
+    """History as block characters, newest on the right, each cell the max of its bucket, scaled 0..top.
+
+    Textual's Sparkline blends a colour per cell on every redraw (milliseconds on a small CPU); one style per
+    row is all a history line needs here.
+    """
+    n = len(values)
+    if not n or width <= 0:
+        return [Text(" " * max(width, 0)) for _ in range(height)]
+    cols = [max(values[i * n // width:max(i * n // width + 1, (i + 1) * n // width)]) for i in range(width)] if n > width else list(values)
+    top = top or max(cols) or 1.0
+    levels = [round(min(1.0, max(0.0, v / top)) * 8 * height) for v in cols]
+    pad = " " * (width - len(cols))
+    return [Text(pad + "".join(BLOCKS[min(8, max(0, lv - 8 * r))] for lv in levels), style=style) for r in reversed(range(height))]
+
+
 def fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
     return "—" if v is None else f"{v:.{digits}f}{unit}"
 
 
-class Pane(Vertical):
-    sample: reactive[Sample | None] = reactive(None, repaint=False)  # children repaint themselves
+def span(times: deque[float]) -> str:
+    s = times[-1] - times[0] if len(times) > 1 else 0
+    return f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+
+
+def gauge(label: str, frac: float, tail: str, width: int, mark: float | None = None) -> Text:
+    """label, a bar as wide as the row leaves room for, then tail: one row at any pane width."""
+    return Text(label) + bar(frac, max(8, min(40, width - len(label) - len(tail))), mark) + Text(tail)
+
+
+class Pane(Rows):
+    sample: reactive[Sample | None] = reactive(None, repaint=False)  # show() repaints only the rows that changed
     can_focus = True
 
     def __init__(self, title: str, **kw) -> None:
         super().__init__(**kw)
         self.border_title = title
 
+    def record(self, s: Sample) -> None:
+        """Keep what the pane's history lines need."""
+
+    def lines(self, s: Sample, width: int) -> list[Text]:
+        raise NotImplementedError
+
+    def watch_sample(self, s: Sample | None) -> None:
+        if s is not None:
+            self.record(s)
+            self.show(*self.lines(s, self.content_size.width))
+
+    def on_resize(self) -> None:
+        # Bars are sized to the pane; Rows' own resize handler (called after this one) repaints them all.
+        if self.sample is not None:
+            self._logical = tuple(self.lines(self.sample, self.content_size.width))
+
+
+class History:
+    """One series' ring buffer and its last-drawn history rows."""
+
+    def __init__(self) -> None:
+        self.t: deque[float] = deque(maxlen=HISTORY)
+        self.v: deque[float] = deque(maxlen=HISTORY)
+        self.rows: list[Text] = []
+        self.drawn = (0, 0)  # (samples, width) the rows were drawn for
+
+    def add(self, t: float, v: float) -> None:
+        self.t.append(t)
+        self.v.append(v)
+
+    def draw(self, label: str, width: int, top: float | None = None) -> list[Text]:
+        n = len(self.v)
+        stale = self.drawn[1] != width or (n != self.drawn[0] and (n < 2 * SPARK_EVERY or n - self.drawn[0] >= SPARK_EVERY))
+        if stale:
+            self.rows = [Text(f"{label}, last {span(self.t)}", style="grey62"), *spark(list(self.v), width, top)]
+            self.drawn = (n, width)
+        return self.rows
+
 
 class GpuPane(Pane):
     def __init__(self, predicted: dict[int, int] | None = None, **kw) -> None:
         super().__init__("GPU memory", **kw)
         self.predicted = predicted or {}
-        self.history: dict[int, deque[float]] = {}
+        self.history: dict[int, History] = {}
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="gpu-text")
-        yield Sparkline([], id="gpu-spark")
-
-    def watch_sample(self, s: Sample | None) -> None:
-        if s is None:
-            return
-        if s.gpu_error and not s.gpus:
-            self.query_one("#gpu-text", Static).update(Text(f"no GPU data: {s.gpu_error}", style="yellow"), layout=False)
-            return
-        lines = Text()
+    def record(self, s: Sample) -> None:
         for g in s.gpus:
-            h = self.history.setdefault(g.index, deque(maxlen=300))
-            h.append(g.used)
+            self.history.setdefault(g.index, History()).add(s.t, g.used)
+
+    def lines(self, s: Sample, width: int) -> list[Text]:
+        if s.gpu_error and not s.gpus:
+            return [Text(f"no GPU data: {s.gpu_error}", style="yellow")]
+        rows = []
+        for g in s.gpus:
             pred = self.predicted.get(g.index)
-            lines += Text(f"GPU{g.index} ") + bar(g.used / g.total if g.total else 0, mark=pred / g.total if pred and g.total else None)
-            lines += Text(f" {human(g.used)}/{human(g.total)}  util {fmt(g.util_pct, '%', 0)}  {fmt(g.power_w, 'W', 0)}  {fmt(g.temp_c, '°C', 0)}")
+            frac = g.used / g.total if g.total else 0
+            rows.append(gauge(f"GPU{g.index} ", frac, f" {human(g.used)} of {human(g.total)}", width,
+                              mark=pred / g.total if pred and g.total else None))
+            detail = Text(f"     util {fmt(g.util_pct, '%', 0)}  {fmt(g.power_w, 'W', 0)}  {fmt(g.temp_c, '°C', 0)}")
             if pred:
-                lines += Text(f"  plan {human(pred)}", style="cyan")
+                detail += Text(f"  plan {human(pred)}", style="cyan")
             server = sum(p.used for p in g.processes if p.server)
             if server:
-                lines += Text(f"  server {human(server)}")
-            lines += "\n"
-        self.query_one("#gpu-text", Static).update(lines, layout=False)
-        if s.gpus and (len(self.history[s.gpus[0].index]) % SPARK_EVERY == 1 or SPARK_EVERY == 1):
-            self.query_one("#gpu-spark", Sparkline).data = list(self.history[s.gpus[0].index])
+                detail += Text(f"  server {human(server)}")
+            rows.append(detail)
+        if s.gpus:
+            first = s.gpus[0]
+            rows += self.history[first.index].draw(f"GPU{first.index} used", width, top=first.total)
+        return rows
 
 
 class HostPane(Pane):
     def __init__(self, **kw) -> None:
         super().__init__("Host memory", **kw)
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="host-text")
-
-    def watch_sample(self, s: Sample | None) -> None:
-        if s is None or s.host is None:
-            return
+    def lines(self, s: Sample, width: int) -> list[Text]:
+        if s.host is None:
+            return []
         h = s.host
         used = h.total - h.available
-        t = Text("RAM   ") + bar(used / h.total if h.total else 0) + Text(f" {human(used)}/{human(h.total)}  page cache {human(h.page_cache)}\n")
+        rows = [gauge("RAM   ", used / h.total if h.total else 0, f" {human(used)} of {human(h.total)}", width),
+                Text(f"      page cache {human(h.page_cache)}")]
         if h.swap_total:
-            t += Text("swap  ") + bar((h.swap_total - h.swap_free) / h.swap_total) + Text(f" {human(h.swap_total - h.swap_free)}" + ("  SWAPPING" if h.swapping else "") + "\n")
+            rows.append(gauge("swap  ", (h.swap_total - h.swap_free) / h.swap_total,
+                              f" {human(h.swap_total - h.swap_free)}" + ("  SWAPPING" if h.swapping else ""), width))
         for n in h.nodes:
             frac = (n.total - n.free) / n.total if n.total and n.free is not None else 0
-            t += Text(f"node{n.id} ") + bar(frac, 24) + Text(f" cpu {fmt(n.cpu_pct, '%', 0)}\n")
+            rows.append(gauge(f"node{n.id} ", frac, f" cpu {fmt(n.cpu_pct, '%', 0)}", width))
         if s.container:
             c = s.container
-            style = "green" if c.state == "running" else "bold red"
-            t += Text(f"container {c.name}: ") + Text(c.state, style=style)
-            t += Text(f"  mem {human(c.mem_used) if c.mem_used is not None else '—'}  cpu {fmt(c.cpu_pct, '%', 0)}" + ("  OOM-KILLED" if c.oom_killed else ""))
-        self.query_one("#host-text", Static).update(t, layout=False)
+            rows.append(Text(f"container {c.name}: ") + Text(c.state, style="green" if c.state == "running" else "bold red")
+                        + Text("  OOM-KILLED" if c.oom_killed else "", style="bold red"))
+            rows.append(Text(f"      mem {human(c.mem_used) if c.mem_used is not None else '—'}  cpu {fmt(c.cpu_pct, '%', 0)}"
+                             f"  restarts {c.restarts}"))
+        return rows
 
 
 class ThroughputPane(Pane):
     def __init__(self, **kw) -> None:
         super().__init__("Throughput", **kw)
-        self.decode: deque[float] = deque(maxlen=300)
+        self.decode = History()
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="tp-text")
-        yield Sparkline([], id="tp-spark")
+    def record(self, s: Sample) -> None:
+        if s.server is not None and s.server.up and s.server.decode_tps is not None:
+            self.decode.add(s.t, s.server.decode_tps)
 
-    def watch_sample(self, s: Sample | None) -> None:
-        if s is None or s.server is None:
-            return
+    def lines(self, s: Sample, width: int) -> list[Text]:
         v = s.server
+        if v is None:
+            return []
         if not v.up:
-            self.query_one("#tp-text", Static).update(Text(f"server down: {v.error}", style="bold red"), layout=False)
-            return
-        if v.decode_tps is not None:
-            self.decode.append(v.decode_tps)
-        t = Text(f"decode  {fmt(v.decode_tps, ' tok/s')}   prefill {fmt(v.prefill_tps, ' tok/s')}\n")
-        t += Text(f"running {fmt(v.running, '', 0)}   queued {fmt(v.queued, '', 0)}\n")
-        t += Text("KV      ") + bar(v.kv_usage or 0, 24) + Text(f" {fmt((v.kv_usage or 0) * 100, '%')} of {fmt(v.kv_capacity, ' tokens', 0)}\n")
-        t += Text(f"TTFT p50 {fmt(v.ttft_p50, ' s', 2)}  p95 {fmt(v.ttft_p95, ' s', 2)}   ITL p50 {fmt(v.itl_p50 and v.itl_p50 * 1000, ' ms', 0)}  "
-                  f"p95 {fmt(v.itl_p95 and v.itl_p95 * 1000, ' ms', 0)}")
-        self.query_one("#tp-text", Static).update(t, layout=False)
-        if len(self.decode) % SPARK_EVERY == 1 or SPARK_EVERY == 1:
-            self.query_one("#tp-spark", Sparkline).data = list(self.decode)
+            return [Text(f"server down: {v.error}", style="bold red")]
+        return [
+            Text(f"decode  {fmt(v.decode_tps, ' tok/s')}"),
+            Text(f"prefill {fmt(v.prefill_tps, ' tok/s')}"),
+            Text(f"running {fmt(v.running, '', 0)}   queued {fmt(v.queued, '', 0)}"),
+            gauge("KV      ", v.kv_usage or 0, f" {fmt((v.kv_usage or 0) * 100, '%')}", width),
+            Text(f"        of {fmt(v.kv_capacity, ' tokens', 0)}"),
+            Text(f"TTFT p50 {fmt(v.ttft_p50, ' s', 2)}  p95 {fmt(v.ttft_p95, ' s', 2)}"),
+            Text(f"ITL  p50 {fmt(v.itl_p50 and v.itl_p50 * 1000, ' ms', 0)}  p95 {fmt(v.itl_p95 and v.itl_p95 * 1000, ' ms', 0)}"),
+            *self.decode.draw("decode tok/s", width),
+        ]
 
 
 class AlertsPane(Pane):
     def __init__(self, **kw) -> None:
         super().__init__("Alerts", **kw)
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="alerts-text")
-
-    def watch_sample(self, s: Sample | None) -> None:
-        if s is None:
-            return
-        t = Text()
-        for a in s.alerts:
-            t += Text(f"● {a.text}\n", style="bold red" if a.severity == "error" else "yellow")
-        self.query_one("#alerts-text", Static).update(t or Text("no alerts", style="green"), layout=False)
+    def lines(self, s: Sample, width: int) -> list[Text]:
+        rows = [Text(f"● {a.text}", style="bold red" if a.severity == "error" else "yellow") for a in s.alerts]
+        return rows or [Text("no alerts", style="green")]
 
 
-class LogPane(Pane):
+class LogPane(Vertical):
     """The container's log tail, phase and error lines highlighted."""
 
+    can_focus = True
+
     def __init__(self, **kw) -> None:
-        super().__init__("Log", **kw)
+        super().__init__(**kw)
+        self.border_title = "Log"
 
     def compose(self) -> ComposeResult:
         yield Log(id="log-lines", max_lines=500)
