@@ -89,7 +89,7 @@ class Pane(Rows):
     def on_resize(self) -> None:
         # Bars are sized to the pane; Rows' own resize handler (called after this one) repaints them all.
         if self.sample is not None:
-            self._logical = tuple(self.lines(self.sample, self.content_size.width))
+            self.show(*self.lines(self.sample, self.content_size.width))
 
 
 class History:
