@@ -28,7 +28,11 @@ for gib in (0, 4, 8, 12, 8, 4, 0):
 
 
 def smi_used() -> int:
-    out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+        capture_output=True,
+        text=True,
+    ).stdout
     return int(out.strip().splitlines()[0]) * 2**20
 
 
@@ -44,16 +48,33 @@ def main() -> None:
         s = mon.sample(frozenset({"gpu"}))
         cost = time.perf_counter() - t
         g = s.gpus[0]
-        rows.append({"t": round(time.time() - t0, 2), "monitor_used": g.used, "smi_used": smi_used(),
-                     "server_procs": [p.pid for p in g.processes], "sample_ms": round(cost * 1000, 3)})
+        rows.append(
+            {
+                "t": round(time.time() - t0, 2),
+                "monitor_used": g.used,
+                "smi_used": smi_used(),
+                "server_procs": [p.pid for p in g.processes],
+                "sample_ms": round(cost * 1000, 3),
+            }
+        )
         time.sleep(1.0)
     steps = [line.split() for line in child.stdout.read().splitlines()]
     diffs = [abs(r["monitor_used"] - r["smi_used"]) for r in rows]
-    Path(sys.argv[1]).write_text(json.dumps({"steps": [[round(float(a) - t0, 2), int(b)] for a, b in steps], "samples": rows,
-                                             "max_abs_diff_mib": max(diffs) / 2**20 if diffs else None,
-                                             "gpu": s.gpus[0].name}, indent=1))
-    print(f"{len(rows)} samples; max |monitor - nvidia-smi| = {max(diffs) / 2**20:.1f} MiB; used range "
-          f"{min(r['monitor_used'] for r in rows) / 2**30:.2f}-{max(r['monitor_used'] for r in rows) / 2**30:.2f} GiB")
+    Path(sys.argv[1]).write_text(
+        json.dumps(
+            {
+                "steps": [[round(float(a) - t0, 2), int(b)] for a, b in steps],
+                "samples": rows,
+                "max_abs_diff_mib": max(diffs) / 2**20 if diffs else None,
+                "gpu": s.gpus[0].name,
+            },
+            indent=1,
+        )
+    )
+    print(
+        f"{len(rows)} samples; max |monitor - nvidia-smi| = {max(diffs) / 2**20:.1f} MiB; used range "
+        f"{min(r['monitor_used'] for r in rows) / 2**30:.2f}-{max(r['monitor_used'] for r in rows) / 2**30:.2f} GiB"
+    )
 
 
 if __name__ == "__main__":

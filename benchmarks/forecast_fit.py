@@ -24,12 +24,24 @@ def main() -> None:
     spec = get_preset("kimi-k2.7-code").spec()
     pairs = []
     for row in recipe.benchmarks["decode"]:
-        f = forecast(host, spec, "RAWINT4", recipe.flags["kt_num_gpu_experts"], 1, host.gpus.devices[0].name, CTX[str(row["context"])], 1)
+        f = forecast(
+            host,
+            spec,
+            "RAWINT4",
+            recipe.flags["kt_num_gpu_experts"],
+            1,
+            host.gpus.devices[0].name,
+            CTX[str(row["context"])],
+            1,
+        )
         pairs.append((row["context"], f.bound_tok_s, row["c1"]))
     eff = math.exp(sum(math.log(pub / bound) for _, bound, pub in pairs) / len(pairs))
     print(f"efficiency {eff:.3f}")
     for ctx, bound, pub in pairs:
-        print(f"context {ctx:>5}: bound {bound:5.1f} tok/s, estimate {bound * eff:5.1f}, published {pub}, error {(bound * eff - pub) / pub:+.1%}")
+        print(
+            f"context {ctx:>5}: bound {bound:5.1f} tok/s, estimate {bound * eff:5.1f}, published {pub}, error "
+            f"{(bound * eff - pub) / pub:+.1%}"
+        )
 
 
 if __name__ == "__main__":

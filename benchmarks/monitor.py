@@ -63,7 +63,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=60)
     mode = ap.add_mutually_exclusive_group()
-    mode.add_argument("--sampler-only", action="store_true", help="the headless sampling loop (what --once repeats), no Textual")
+    mode.add_argument(
+        "--sampler-only", action="store_true", help="the headless sampling loop (what --once repeats), no Textual"
+    )
     mode.add_argument("--terminal", action="store_true", help="`ktwizard monitor` on a real pseudo-terminal")
     ap.add_argument("--no-gpu", action="store_true", help="skip NVML (as `ktwizard monitor --no-gpu`)")
     args = ap.parse_args()
@@ -71,10 +73,35 @@ def main() -> None:
     ckpt = Path(tempfile.mkdtemp()) / "model"
     ckpt.mkdir()
     (ckpt / "config.json").write_text("{}")
-    env = {**os.environ, "PYTHONPATH": str(REPO / "tests" / "standin"), "STANDIN_STEP_S": "0.01", "STANDIN_DECODE_TPS": "20"}
-    server = subprocess.Popen([sys.executable, "-m", "sglang.launch_server", "--model-path", str(ckpt), "--host", "127.0.0.1", "--port", str(port),
-                               "--enable-metrics", "--max-total-tokens", "100000", "--served-model-name", "bench",
-                               "--uvicorn-access-log-exclude-prefixes", "/metrics"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "tests" / "standin"),
+        "STANDIN_STEP_S": "0.01",
+        "STANDIN_DECODE_TPS": "20",
+    }
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            str(ckpt),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--enable-metrics",
+            "--max-total-tokens",
+            "100000",
+            "--served-model-name",
+            "bench",
+            "--uvicorn-access-log-exclude-prefixes",
+            "/metrics",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(1.5)
     stop = threading.Event()
 
@@ -83,8 +110,11 @@ def main() -> None:
 
         while not stop.is_set():
             try:
-                httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={"messages": [{"role": "user", "content": "x " * 100}],
-                           "max_tokens": 100, "stream": False}, timeout=30)
+                httpx.post(
+                    f"http://127.0.0.1:{port}/v1/chat/completions",
+                    json={"messages": [{"role": "user", "content": "x " * 100}], "max_tokens": 100, "stream": False},
+                    timeout=30,
+                )
             except httpx.HTTPError:
                 time.sleep(0.5)
 
@@ -96,14 +126,24 @@ def main() -> None:
             result = in_terminal(url, args.seconds, args.no_gpu)
         else:
             code = SAMPLER_ONLY if args.sampler_only else HEADLESS
-            child = subprocess.Popen([sys.executable, "-c", code, url, str(args.seconds), "0" if args.no_gpu else "1"], cwd=REPO,
-                                     stderr=subprocess.PIPE, text=True)
+            child = subprocess.Popen(
+                [sys.executable, "-c", code, url, str(args.seconds), "0" if args.no_gpu else "1"],
+                cwd=REPO,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             result = watch(child.pid, args.seconds, lambda: child.poll() is None)
             result["child"] = (child.communicate()[1] or "").strip().splitlines()[-1:]
     finally:
         stop.set()
         server.terminate()
-    mode = "terminal (pty 120x40)" if args.terminal else "sampler only" if args.sampler_only else "Textual dashboard, headless"
+    mode = (
+        "terminal (pty 120x40)"
+        if args.terminal
+        else "sampler only"
+        if args.sampler_only
+        else "Textual dashboard, headless"
+    )
     print(json.dumps({"mode": mode, **result, "budget": {"cpu_percent_of_one_core": 1.0, "max_rss_mb": 80}}, indent=1))
 
 
@@ -139,10 +179,16 @@ def watch(pid: int, seconds: float, alive) -> dict:
     steady = (c1 - c0) / (w1 - w0)
     # main thread first (its id is the pid), then the others by cost: where the steady CPU goes
     per_thread = sorted(((tid, t_1[tid] - t_0.get(tid, 0.0)) for tid in t_1), key=lambda x: (x[0] != str(pid), -x[1]))
-    return {"seconds": round(w1 - t0, 1), "startup_cpu_s": round(c0, 3), "steady_window_s": round(w1 - w0, 1),
-            "steady_cpu_s": round(c1 - c0, 3), "cpu_seconds_per_minute": round(steady * 60, 3),
-            "cpu_percent_of_one_core": round(steady * 100, 3), "max_rss_mb": rss,
-            "steady_cpu_s_per_thread": [round(c, 2) for _, c in per_thread if c > 0 or _ == str(pid)]}
+    return {
+        "seconds": round(w1 - t0, 1),
+        "startup_cpu_s": round(c0, 3),
+        "steady_window_s": round(w1 - w0, 1),
+        "steady_cpu_s": round(c1 - c0, 3),
+        "cpu_seconds_per_minute": round(steady * 60, 3),
+        "cpu_percent_of_one_core": round(steady * 100, 3),
+        "max_rss_mb": rss,
+        "steady_cpu_s_per_thread": [round(c, 2) for _, c in per_thread if c > 0 or _ == str(pid)],
+    }
 
 
 def in_terminal(url: str, seconds: float, no_gpu: bool) -> dict:

@@ -35,7 +35,18 @@ def main() -> None:
         plan(host, spec, goals, p.sglang)
         times.append(time.perf_counter() - t)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    cmd = [sys.executable, "-m", "ktwizard", "plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", "json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ktwizard",
+        "plan",
+        "--preset",
+        "kimi-k2.7-code",
+        "--host",
+        "rtx-pro-6000-epyc-9355",
+        "--format",
+        "json",
+    ]
     subprocess.run(cmd, cwd=REPO, env=env, capture_output=True)  # write bytecode once
     walls = []
     for _ in range(5):
@@ -45,13 +56,18 @@ def main() -> None:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
     bare = time.perf_counter() - t
-    print(json.dumps({
-        "plan_8gpu_median_ms": round(statistics.median(times) * 1000, 3),
-        "plan_8gpu_p95_ms": round(sorted(times)[int(len(times) * 0.95)] * 1000, 3),
-        "cli_plan_json_wall_median_s": round(statistics.median(walls), 3),
-        "bare_interpreter_s": round(bare, 3),
-        "budgets": {"plan_ms": 2, "cli_s": 0.4},
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "plan_8gpu_median_ms": round(statistics.median(times) * 1000, 3),
+                "plan_8gpu_p95_ms": round(sorted(times)[int(len(times) * 0.95)] * 1000, 3),
+                "cli_plan_json_wall_median_s": round(statistics.median(walls), 3),
+                "bare_interpreter_s": round(bare, 3),
+                "budgets": {"plan_ms": 2, "cli_s": 0.4},
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

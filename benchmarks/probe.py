@@ -34,17 +34,26 @@ def main() -> None:
     cli = []
     for _ in range(3):
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ktwizard", "probe", "--json", "--root", args.root], check=True, capture_output=True,
-                       cwd=Path(__file__).resolve().parents[1])
+        subprocess.run(
+            [sys.executable, "-m", "ktwizard", "probe", "--json", "--root", args.root],
+            check=True,
+            capture_output=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
         cli.append(time.perf_counter() - t)
-    print(json.dumps({
-        "root": args.root,
-        "import_s": round(import_s, 4),
-        "probe_first_s": round(times[0], 4),
-        "probe_median_s": round(statistics.median(times), 4),
-        "cli_wall_median_s": round(statistics.median(cli), 4),
-        "budget_s": 0.5,
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "root": args.root,
+                "import_s": round(import_s, 4),
+                "probe_first_s": round(times[0], 4),
+                "probe_median_s": round(statistics.median(times), 4),
+                "cli_wall_median_s": round(statistics.median(cli), 4),
+                "budget_s": 0.5,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

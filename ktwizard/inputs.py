@@ -24,12 +24,17 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         from ktwizard.models.inspect import inspect_checkpoint
 
         result = inspect_checkpoint(model_dir)
-        # Presets of the same class and size, found from their config alone: building every preset's spec is the slow part.
+        # Presets of the same class and size, found from their config alone:
+        # building every preset's spec is the slow part.
         same = [p for p in all_presets().values() if _shape(p.config) == (result.spec.architecture, result.spec.hidden)]
         # the exact preset when one equals the checkpoint, else the first of that class and size lends its parsers
         match = next((p for p in same if p.spec() == result.spec), same[0] if same else None)
         hints = match.sglang if match else SglangHints()
-        notes = result.notes + ((f"matches preset {match.id}; using its parsers",) if match else ("no preset matches: no tool/reasoning parser set",))
+        notes = result.notes + (
+            (f"matches preset {match.id}; using its parsers",)
+            if match
+            else ("no preset matches: no tool/reasoning parser set",)
+        )
         return ModelChoice(result.spec, hints, recipe_for(match.id) if match else None, notes)
     if preset:
         p = get_preset(preset)

@@ -62,14 +62,14 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise BadInput(f"{where}: expected a mapping, got {type(data).__name__}")
-        hints = _hints(tp)
+        hints = _hints(typing.cast(type, tp))
         kwargs = {}
         for f in dataclasses.fields(tp):
             if f.name in data:
                 kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise BadInput(f"{where}: missing key '{f.name}'")
-        return tp(**kwargs)
+        return typing.cast(Any, tp)(**kwargs)
     if origin is tuple:
         args = typing.get_args(tp)
         if not isinstance(data, list | tuple):

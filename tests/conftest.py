@@ -10,7 +10,8 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 HOSTS = TESTS / "fixtures" / "hosts"
-SHARED = REPO.parent / "shared"
+ORACLES = TESTS / "fixtures" / "oracles"
+CAPTURE = TESTS / "fixtures" / "device" / "h200-capture"
 
 
 @pytest.fixture(params=sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
@@ -22,7 +23,9 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subproc
     """Run `python -m ktwizard` as a user would, with its real exit code and output."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=full_env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=full_env, timeout=timeout
+    )
 
 
 def free_port() -> int:

@@ -30,7 +30,9 @@ def write_shard(path: Path, tensors: list[tuple[str, str, tuple[int, ...]]], spa
             fh.truncate(8 + len(raw) + offset)  # a hole: real size on paper, nothing on disk
 
 
-def write_checkpoint(folder: Path, config: dict, tensors: list[tuple[str, str, tuple[int, ...]]], shards: int = 2, sparse: bool = False) -> None:
+def write_checkpoint(
+    folder: Path, config: dict, tensors: list[tuple[str, str, tuple[int, ...]]], shards: int = 2, sparse: bool = False
+) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config))
     per = -(-len(tensors) // shards)

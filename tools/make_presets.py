@@ -1,4 +1,4 @@
-"""Write ktwizard/presets/models/*.yaml from the config facts in ../shared/reference/model-facts.md.
+"""Write presets/models/*.yaml from the config facts in tests/fixtures/oracles/model-facts.md.
 
 Run once (output committed). Each preset keeps the config.json facts under `config:` in Hugging Face's own
 key names, so a preset and a real checkpoint folder go through the same parser; the SGLang parsers, methods
@@ -14,91 +14,369 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-FACTS = REPO.parent / "shared" / "reference" / "model-facts.md"
-OUT = REPO / "ktwizard" / "presets" / "models"
+FACTS = REPO / "tests" / "fixtures" / "oracles" / "model-facts.md"
+OUT = REPO / "presets" / "models"
 
 FP8 = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
 INT4 = {
-    "quant_method": "compressed-tensors", "format": "pack-quantized",
-    "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "group_size": 32, "symmetric": True, "type": "int", "strategy": "group"}}},
+    "quant_method": "compressed-tensors",
+    "format": "pack-quantized",
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {"num_bits": 4, "group_size": 32, "symmetric": True, "type": "int", "strategy": "group"},
+        }
+    },
     "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", r"re:.*mlp\.(gate|up|gate_up|down)_proj.*"],
 }
-MXFP4 = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+MXFP4 = {
+    "quant_method": "mxfp4",
+    "modules_to_not_convert": [
+        "model.layers.*.self_attn",
+        "model.layers.*.mlp.router",
+        "model.embed_tokens",
+        "lm_head",
+    ],
+}
 
 # id: (display name, family, facts block, sglang flags, kt methods, published, extra)
 P = {
-    "kimi-k2-instruct": ("Kimi K2 Instruct", "kimi-k2", "kimi-k2-instruct", {"tool_call_parser": "kimi_k2"}, ["FP8", "AMXINT4", "AMXINT8"],
-                         {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2-Instruct model card: 1T total (HF lists 1.03T), 32B activated"}),
-    "kimi-k2-instruct-0905": ("Kimi K2 Instruct 0905", "kimi-k2", "kimi-k2-instruct-0905", {"tool_call_parser": "kimi_k2"}, ["FP8", "AMXINT4", "AMXINT8"],
-                              {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2-Instruct-0905 model card"}),
-    "kimi-k2-thinking": ("Kimi K2 Thinking", "kimi-k2", "kimi-k2-thinking", {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"}, ["RAWINT4", "AMXINT4"],
-                         {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2-Thinking model card"}),
-    "kimi-k2.5": ("Kimi K2.5", "kimi-k2", "kimi-k2.5", {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"}, ["RAWINT4"],
-                  {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2.5 model card"}),
-    "kimi-k2.6": ("Kimi K2.6", "kimi-k2", "kimi-k2.6", {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"}, ["RAWINT4"],
-                  {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2.6 model card"}),
-    "kimi-k2.7-code": ("Kimi K2.7 Code", "kimi-k2", "kimi-k2.7-code", {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"}, ["RAWINT4"],
-                       {"total_params": 1.03e12, "active_params": 32e9, "source": "same architecture as Kimi K2.5/K2.6 (seed recipe)"}),
-    "deepseek-v2": ("DeepSeek-V2", "deepseek-v2", "deepseek-v2", {}, ["BF16", "AMXINT4", "AMXINT8"],
-                    {"total_params": 236e9, "active_params": 21e9, "source": "deepseek-ai/DeepSeek-V2 model card: 236B total, 21B activated"}),
-    "deepseek-v2-lite": ("DeepSeek-V2-Lite", "deepseek-v2", "deepseek-v2-lite", {}, ["BF16", "AMXINT4", "AMXINT8"],
-                         {"total_params": 15.7e9, "active_params": 2.4e9, "source": "deepseek-ai/DeepSeek-V2-Lite model card: 15.7B total, 2.4B activated (excludes embeddings, reference §6)"}),
-    "deepseek-v3": ("DeepSeek-V3 / V3-0324", "deepseek-v3", "deepseek-v3", {"tool_call_parser": "deepseekv3"}, ["FP8", "AMXINT4", "AMXINT8"],
-                    {"total_params": 671e9, "active_params": 37e9, "source": "DeepSeek-V3 technical report: 671B total (685B with MTP), 37B activated"}),
-    "deepseek-r1": ("DeepSeek-R1 / R1-0528", "deepseek-v3", "deepseek-v3", {"tool_call_parser": "deepseekv3", "reasoning_parser": "deepseek-r1"}, ["FP8", "AMXINT4", "AMXINT8"],
-                    {"total_params": 671e9, "active_params": 37e9, "source": "DeepSeek-R1 model card (same architecture as V3)"}),
-    "deepseek-v3.1": ("DeepSeek-V3.1", "deepseek-v3", "deepseek-v3.1", {"tool_call_parser": "deepseekv31", "reasoning_parser": "deepseek-v3"}, ["FP8", "AMXINT4", "AMXINT8"],
-                      {"total_params": 671e9, "active_params": 37e9, "source": "deepseek-ai/DeepSeek-V3.1 model card"}),
-    "deepseek-v3.2": ("DeepSeek-V3.2", "deepseek-v3", "deepseek-v3.2", {"tool_call_parser": "deepseekv32", "reasoning_parser": "deepseek-v3"}, ["FP8", "AMXINT4"],
-                      {"total_params": 671e9, "active_params": 37e9, "source": "deepseek-ai/DeepSeek-V3.2 model card"}),
-    "qwen3-30b-a3b": ("Qwen3-30B-A3B", "qwen3-moe", "qwen3-30b-a3b", {"tool_call_parser": "qwen25", "reasoning_parser": "qwen3"}, ["BF16", "AMXINT8", "AMXINT4", "FP8"],
-                      {"total_params": 30.5e9, "active_params": 3.3e9, "source": "Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B activated"}),
-    "qwen3-235b-a22b": ("Qwen3-235B-A22B", "qwen3-moe", "qwen3-235b-a22b", {"tool_call_parser": "qwen25", "reasoning_parser": "qwen3"}, ["BF16", "FP8", "AMXINT4", "AMXINT8"],
-                        {"total_params": 235e9, "active_params": 22e9, "source": "Qwen/Qwen3-235B-A22B model card: 235B total, 22B activated"}),
-    "qwen3-coder-480b-a35b": ("Qwen3-Coder-480B-A35B", "qwen3-moe", "qwen3-coder-480b-a35b", {"tool_call_parser": "qwen3_coder"}, ["BF16", "FP8", "AMXINT4"],
-                              {"total_params": 480e9, "active_params": 35e9, "source": "Qwen/Qwen3-Coder-480B-A35B-Instruct model card: 480B total, 35B activated"}),
-    "qwen3-next-80b-a3b": ("Qwen3-Next-80B-A3B", "qwen3-next", "qwen3-next-80b-a3b", {"tool_call_parser": "qwen25", "reasoning_parser": "qwen3"}, ["BF16", "FP8"],
-                           {"total_params": 80e9, "active_params": 3e9, "source": "Qwen/Qwen3-Next-80B-A3B model card: 80B total, 3B activated (vendor rounding; excludes embeddings)"}),
-    "glm-4.5": ("GLM-4.5", "glm-4.5", "glm-4.5", {"tool_call_parser": "glm45", "reasoning_parser": "glm45"}, ["BF16", "FP8", "AMXINT4"],
-                {"total_params": 355e9, "active_params": 32e9, "source": "zai-org/GLM-4.5 README: 355B total, 32B active (without embedding and head, reference §6)"}),
-    "glm-4.5-air": ("GLM-4.5-Air", "glm-4.5", "glm-4.5-air", {"tool_call_parser": "glm45", "reasoning_parser": "glm45"}, ["BF16", "FP8", "AMXINT4"],
-                    {"total_params": 106e9, "active_params": 12e9, "source": "zai-org/GLM-4.5 README: 106B total, 12B active"}),
-    "glm-4.6": ("GLM-4.6", "glm-4.5", "glm-4.6-4.7", {"tool_call_parser": "glm45", "reasoning_parser": "glm45"}, ["BF16", "FP8_PERCHANNEL", "AMXINT4"],
-                {"total_params": 355e9, "active_params": 32e9, "source": "zai-org/GLM-4.6 model card (same architecture as GLM-4.5)"}),
-    "glm-4.7": ("GLM-4.7", "glm-4.5", "glm-4.6-4.7", {"tool_call_parser": "glm47", "reasoning_parser": "glm45"}, ["BF16", "FP8_PERCHANNEL", "AMXINT4"],
-                {"total_params": 355e9, "active_params": 32e9, "source": "zai-org/GLM-4.7 model card (same architecture as GLM-4.5)"}),
-    "minimax-m2": ("MiniMax-M2 / M2.1", "minimax-m2", "minimax-m2", {"tool_call_parser": "minimax-m2", "reasoning_parser": "minimax-append-think"}, ["FP8"],
-                   {"total_params": 230e9, "active_params": 10e9, "source": "MiniMaxAI/MiniMax-M2 model card: 230B total, 10B active (vendor rounding)"}),
-    "gpt-oss-120b": ("gpt-oss-120b", "gpt-oss", "gpt-oss-120b", {"tool_call_parser": "gpt-oss", "reasoning_parser": "gpt-oss"}, ["MXFP4"],
-                     {"total_params": 116.83e9, "active_params": 5.13e9, "source": "openai/gpt-oss-120b model card: 116.83B total, 5.13B active (excludes embeddings and unembedding)"}),
-    "gpt-oss-20b": ("gpt-oss-20b", "gpt-oss", "gpt-oss-20b", {"tool_call_parser": "gpt-oss", "reasoning_parser": "gpt-oss"}, ["MXFP4"],
-                    {"total_params": 20.91e9, "active_params": 3.61e9, "source": "openai/gpt-oss-20b model card: 20.91B total, 3.61B active (excludes embeddings and unembedding)"}),
-    "mixtral-8x7b": ("Mixtral 8x7B", "mixtral", "mixtral-8x7b", {}, ["BF16", "AMXINT4", "AMXINT8"],
-                     {"total_params": 46.7e9, "active_params": 12.9e9, "source": "Mistral AI: 46.7B total, 12.9B active per token"}),
-    "mixtral-8x22b": ("Mixtral 8x22B", "mixtral", "mixtral-8x22b", {}, ["BF16", "AMXINT4", "AMXINT8"],
-                      {"total_params": 141e9, "active_params": 39e9, "source": "Mistral AI: 141B total, 39B active"}),
+    "kimi-k2-instruct": (
+        "Kimi K2 Instruct",
+        "kimi-k2",
+        "kimi-k2-instruct",
+        {"tool_call_parser": "kimi_k2"},
+        ["FP8", "AMXINT4", "AMXINT8"],
+        {
+            "total_params": 1.03e12,
+            "active_params": 32e9,
+            "source": "moonshotai/Kimi-K2-Instruct model card: 1T total (HF lists 1.03T), 32B activated",
+        },
+    ),
+    "kimi-k2-instruct-0905": (
+        "Kimi K2 Instruct 0905",
+        "kimi-k2",
+        "kimi-k2-instruct-0905",
+        {"tool_call_parser": "kimi_k2"},
+        ["FP8", "AMXINT4", "AMXINT8"],
+        {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2-Instruct-0905 model card"},
+    ),
+    "kimi-k2-thinking": (
+        "Kimi K2 Thinking",
+        "kimi-k2",
+        "kimi-k2-thinking",
+        {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"},
+        ["RAWINT4", "AMXINT4"],
+        {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2-Thinking model card"},
+    ),
+    "kimi-k2.5": (
+        "Kimi K2.5",
+        "kimi-k2",
+        "kimi-k2.5",
+        {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"},
+        ["RAWINT4"],
+        {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2.5 model card"},
+    ),
+    "kimi-k2.6": (
+        "Kimi K2.6",
+        "kimi-k2",
+        "kimi-k2.6",
+        {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"},
+        ["RAWINT4"],
+        {"total_params": 1.03e12, "active_params": 32e9, "source": "moonshotai/Kimi-K2.6 model card"},
+    ),
+    "kimi-k2.7-code": (
+        "Kimi K2.7 Code",
+        "kimi-k2",
+        "kimi-k2.7-code",
+        {"tool_call_parser": "kimi_k2", "reasoning_parser": "kimi_k2"},
+        ["RAWINT4"],
+        {"total_params": 1.03e12, "active_params": 32e9, "source": "same architecture as Kimi K2.5/K2.6 (seed recipe)"},
+    ),
+    "deepseek-v2": (
+        "DeepSeek-V2",
+        "deepseek-v2",
+        "deepseek-v2",
+        {},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {
+            "total_params": 236e9,
+            "active_params": 21e9,
+            "source": "deepseek-ai/DeepSeek-V2 model card: 236B total, 21B activated",
+        },
+    ),
+    "deepseek-v2-lite": (
+        "DeepSeek-V2-Lite",
+        "deepseek-v2",
+        "deepseek-v2-lite",
+        {},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {
+            "total_params": 15.7e9,
+            "active_params": 2.4e9,
+            "source": "deepseek-ai/DeepSeek-V2-Lite model card: 15.7B total, 2.4B activated (excludes embeddings, "
+            "reference §6)",
+        },
+    ),
+    "deepseek-v3": (
+        "DeepSeek-V3 / V3-0324",
+        "deepseek-v3",
+        "deepseek-v3",
+        {"tool_call_parser": "deepseekv3"},
+        ["FP8", "AMXINT4", "AMXINT8"],
+        {
+            "total_params": 671e9,
+            "active_params": 37e9,
+            "source": "DeepSeek-V3 technical report: 671B total (685B with MTP), 37B activated",
+        },
+    ),
+    "deepseek-r1": (
+        "DeepSeek-R1 / R1-0528",
+        "deepseek-v3",
+        "deepseek-v3",
+        {"tool_call_parser": "deepseekv3", "reasoning_parser": "deepseek-r1"},
+        ["FP8", "AMXINT4", "AMXINT8"],
+        {"total_params": 671e9, "active_params": 37e9, "source": "DeepSeek-R1 model card (same architecture as V3)"},
+    ),
+    "deepseek-v3.1": (
+        "DeepSeek-V3.1",
+        "deepseek-v3",
+        "deepseek-v3.1",
+        {"tool_call_parser": "deepseekv31", "reasoning_parser": "deepseek-v3"},
+        ["FP8", "AMXINT4", "AMXINT8"],
+        {"total_params": 671e9, "active_params": 37e9, "source": "deepseek-ai/DeepSeek-V3.1 model card"},
+    ),
+    "deepseek-v3.2": (
+        "DeepSeek-V3.2",
+        "deepseek-v3",
+        "deepseek-v3.2",
+        {"tool_call_parser": "deepseekv32", "reasoning_parser": "deepseek-v3"},
+        ["FP8", "AMXINT4"],
+        {"total_params": 671e9, "active_params": 37e9, "source": "deepseek-ai/DeepSeek-V3.2 model card"},
+    ),
+    "qwen3-30b-a3b": (
+        "Qwen3-30B-A3B",
+        "qwen3-moe",
+        "qwen3-30b-a3b",
+        {"tool_call_parser": "qwen25", "reasoning_parser": "qwen3"},
+        ["BF16", "AMXINT8", "AMXINT4", "FP8"],
+        {
+            "total_params": 30.5e9,
+            "active_params": 3.3e9,
+            "source": "Qwen/Qwen3-30B-A3B model card: 30.5B total, 3.3B activated",
+        },
+    ),
+    "qwen3-235b-a22b": (
+        "Qwen3-235B-A22B",
+        "qwen3-moe",
+        "qwen3-235b-a22b",
+        {"tool_call_parser": "qwen25", "reasoning_parser": "qwen3"},
+        ["BF16", "FP8", "AMXINT4", "AMXINT8"],
+        {
+            "total_params": 235e9,
+            "active_params": 22e9,
+            "source": "Qwen/Qwen3-235B-A22B model card: 235B total, 22B activated",
+        },
+    ),
+    "qwen3-coder-480b-a35b": (
+        "Qwen3-Coder-480B-A35B",
+        "qwen3-moe",
+        "qwen3-coder-480b-a35b",
+        {"tool_call_parser": "qwen3_coder"},
+        ["BF16", "FP8", "AMXINT4"],
+        {
+            "total_params": 480e9,
+            "active_params": 35e9,
+            "source": "Qwen/Qwen3-Coder-480B-A35B-Instruct model card: 480B total, 35B activated",
+        },
+    ),
+    "qwen3-next-80b-a3b": (
+        "Qwen3-Next-80B-A3B",
+        "qwen3-next",
+        "qwen3-next-80b-a3b",
+        {"tool_call_parser": "qwen25", "reasoning_parser": "qwen3"},
+        ["BF16", "FP8"],
+        {
+            "total_params": 80e9,
+            "active_params": 3e9,
+            "source": "Qwen/Qwen3-Next-80B-A3B model card: 80B total, 3B activated (vendor rounding; excludes "
+            "embeddings)",
+        },
+    ),
+    "glm-4.5": (
+        "GLM-4.5",
+        "glm-4.5",
+        "glm-4.5",
+        {"tool_call_parser": "glm45", "reasoning_parser": "glm45"},
+        ["BF16", "FP8", "AMXINT4"],
+        {
+            "total_params": 355e9,
+            "active_params": 32e9,
+            "source": "zai-org/GLM-4.5 README: 355B total, 32B active (without embedding and head, reference §6)",
+        },
+    ),
+    "glm-4.5-air": (
+        "GLM-4.5-Air",
+        "glm-4.5",
+        "glm-4.5-air",
+        {"tool_call_parser": "glm45", "reasoning_parser": "glm45"},
+        ["BF16", "FP8", "AMXINT4"],
+        {"total_params": 106e9, "active_params": 12e9, "source": "zai-org/GLM-4.5 README: 106B total, 12B active"},
+    ),
+    "glm-4.6": (
+        "GLM-4.6",
+        "glm-4.5",
+        "glm-4.6-4.7",
+        {"tool_call_parser": "glm45", "reasoning_parser": "glm45"},
+        ["BF16", "FP8_PERCHANNEL", "AMXINT4"],
+        {
+            "total_params": 355e9,
+            "active_params": 32e9,
+            "source": "zai-org/GLM-4.6 model card (same architecture as GLM-4.5)",
+        },
+    ),
+    "glm-4.7": (
+        "GLM-4.7",
+        "glm-4.5",
+        "glm-4.6-4.7",
+        {"tool_call_parser": "glm47", "reasoning_parser": "glm45"},
+        ["BF16", "FP8_PERCHANNEL", "AMXINT4"],
+        {
+            "total_params": 355e9,
+            "active_params": 32e9,
+            "source": "zai-org/GLM-4.7 model card (same architecture as GLM-4.5)",
+        },
+    ),
+    "minimax-m2": (
+        "MiniMax-M2 / M2.1",
+        "minimax-m2",
+        "minimax-m2",
+        {"tool_call_parser": "minimax-m2", "reasoning_parser": "minimax-append-think"},
+        ["FP8"],
+        {
+            "total_params": 230e9,
+            "active_params": 10e9,
+            "source": "MiniMaxAI/MiniMax-M2 model card: 230B total, 10B active (vendor rounding)",
+        },
+    ),
+    "gpt-oss-120b": (
+        "gpt-oss-120b",
+        "gpt-oss",
+        "gpt-oss-120b",
+        {"tool_call_parser": "gpt-oss", "reasoning_parser": "gpt-oss"},
+        ["MXFP4"],
+        {
+            "total_params": 116.83e9,
+            "active_params": 5.13e9,
+            "source": "openai/gpt-oss-120b model card: 116.83B total, 5.13B active (excludes embeddings and "
+            "unembedding)",
+        },
+    ),
+    "gpt-oss-20b": (
+        "gpt-oss-20b",
+        "gpt-oss",
+        "gpt-oss-20b",
+        {"tool_call_parser": "gpt-oss", "reasoning_parser": "gpt-oss"},
+        ["MXFP4"],
+        {
+            "total_params": 20.91e9,
+            "active_params": 3.61e9,
+            "source": "openai/gpt-oss-20b model card: 20.91B total, 3.61B active (excludes embeddings and unembedding)",
+        },
+    ),
+    "mixtral-8x7b": (
+        "Mixtral 8x7B",
+        "mixtral",
+        "mixtral-8x7b",
+        {},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {"total_params": 46.7e9, "active_params": 12.9e9, "source": "Mistral AI: 46.7B total, 12.9B active per token"},
+    ),
+    "mixtral-8x22b": (
+        "Mixtral 8x22B",
+        "mixtral",
+        "mixtral-8x22b",
+        {},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {"total_params": 141e9, "active_params": 39e9, "source": "Mistral AI: 141B total, 39B active"},
+    ),
 }
 
 # How each vendor counts "active" parameters (reference/model-facts.md §6): all non-routed weights plus top-k
 # experts, or the same without the input embedding table, or without embedding and lm_head.
-ACTIVE_COUNTS = {'kimi': 'no_embedding', 'deepseek': 'no_embedding', 'qwen3-30b': 'all', 'qwen3-235b': 'all', 'qwen3-coder': 'all', 'qwen3-next': 'no_embedding_no_head', 'glm': 'no_embedding_no_head', 'minimax': 'no_embedding', 'gpt-oss': 'no_embedding', 'mixtral': 'all'}
+ACTIVE_COUNTS = {
+    "kimi": "no_embedding",
+    "deepseek": "no_embedding",
+    "qwen3-30b": "all",
+    "qwen3-235b": "all",
+    "qwen3-coder": "all",
+    "qwen3-next": "no_embedding_no_head",
+    "glm": "no_embedding_no_head",
+    "minimax": "no_embedding",
+    "gpt-oss": "no_embedding",
+    "mixtral": "all",
+}
 
-ATTENTION_BACKEND = {"kimi-k2": "flashinfer", "deepseek-v2": "triton", "deepseek-v3": "triton", "qwen3-moe": "flashinfer", "qwen3-next": "triton",
-                     "glm-4.5": "flashinfer", "minimax-m2": "flashinfer", "gpt-oss": "triton", "mixtral": "flashinfer"}
+ATTENTION_BACKEND = {
+    "kimi-k2": "flashinfer",
+    "deepseek-v2": "triton",
+    "deepseek-v3": "triton",
+    "qwen3-moe": "flashinfer",
+    "qwen3-next": "triton",
+    "glm-4.5": "flashinfer",
+    "minimax-m2": "flashinfer",
+    "gpt-oss": "triton",
+    "mixtral": "flashinfer",
+}
 TEMPLATES = {
-    "kimi-k2": "Use the checkpoint's chat_template.jinja for the exact checkpoint (K2.5, K2.6 and K2.7 Code differ); GitHub Copilot keys its Kimi fixes on model ids containing kimi-k2.6 or kimi-k2.7-code.",
-    "deepseek-v3": "The checkpoint's tokenizer_config.json template; R1 adds <think> handling through the reasoning parser.",
-    "qwen3-moe": "The checkpoint's template; enable_thinking is a chat-template kwarg for the hybrid-thinking releases.",
+    "kimi-k2": "Use the checkpoint's chat_template.jinja for the exact checkpoint (K2.5, K2.6 and K2.7 Code differ); "
+    "GitHub Copilot keys its Kimi fixes on model ids containing kimi-k2.6 or kimi-k2.7-code.",
+    "deepseek-v3": "The checkpoint's tokenizer_config.json template; R1 adds <think> handling through the reasoning "
+    "parser.",
+    "qwen3-moe": "The checkpoint's template; enable_thinking is a chat-template kwarg for the hybrid-thinking "
+    "releases.",
     "gpt-oss": "Harmony format, built into the checkpoint's template.",
 }
 
-CONFIG_KEYS = ("num_hidden_layers", "hidden_size", "intermediate_size", "moe_intermediate_size", "n_routed_experts", "num_experts",
-               "num_local_experts", "num_experts_per_tok", "n_shared_experts", "first_k_dense_replace", "moe_layer_freq",
-               "decoder_sparse_step", "mlp_only_layers", "shared_expert_intermediate_size", "vocab_size", "tie_word_embeddings",
-               "max_position_embeddings", "num_nextn_predict_layers", "sliding_window")
-ATTN_KEYS = ("num_attention_heads", "num_key_value_heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-             "v_head_dim", "head_dim", "index_n_heads", "index_head_dim", "index_topk", "sliding_window", "full_attention_interval",
-             "attention_bias", "use_qk_norm", "partial_rotary_factor")
+CONFIG_KEYS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "moe_intermediate_size",
+    "n_routed_experts",
+    "num_experts",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "n_shared_experts",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "shared_expert_intermediate_size",
+    "vocab_size",
+    "tie_word_embeddings",
+    "max_position_embeddings",
+    "num_nextn_predict_layers",
+    "sliding_window",
+)
+ATTN_KEYS = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "head_dim",
+    "index_n_heads",
+    "index_head_dim",
+    "index_topk",
+    "sliding_window",
+    "full_attention_interval",
+    "attention_bias",
+    "use_qk_norm",
+    "partial_rotary_factor",
+)
 
 
 def to_config(f: dict, arch: str) -> dict:
@@ -116,7 +394,15 @@ def to_config(f: dict, arch: str) -> dict:
         n = f["num_hidden_layers"]
         cfg["layer_types"] = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
     for k, v in (f.get("routing_and_misc") or {}).items():
-        if k in ("scoring_func", "topk_method", "n_group", "topk_group", "norm_topk_prob", "routed_scaling_factor", "rope_theta"):
+        if k in (
+            "scoring_func",
+            "topk_method",
+            "n_group",
+            "topk_group",
+            "norm_topk_prob",
+            "routed_scaling_factor",
+            "rope_theta",
+        ):
             cfg[k] = v
     nf = f.get("native_format") or {}
     q = str(nf.get("quant_method", "")).lower()
@@ -141,7 +427,12 @@ def main() -> None:
         if arch == "KimiK25ForConditionalGeneration":
             text_cfg = {k: v for k, v in cfg.items() if k not in ("quantization_config",)}
             text_cfg["architectures"] = ["DeepseekV3ForCausalLM"]
-            cfg = {"architectures": [arch], "model_type": "kimi_k25", "text_config": text_cfg, "quantization_config": cfg.get("quantization_config")}
+            cfg = {
+                "architectures": [arch],
+                "model_type": "kimi_k25",
+                "text_config": text_cfg,
+                "quantization_config": cfg.get("quantization_config"),
+            }
         nf = f.get("native_format") or {}
         published = dict(published)
         published["active_counts"] = next(v for k, v in ACTIVE_COUNTS.items() if pid.startswith(k))
@@ -156,10 +447,16 @@ def main() -> None:
             "config": cfg,
             "checkpoint_formats": [nf.get("quant_method") or "bf16"],
             "kt_methods": methods,
-            "sglang": {**sglang, "attention_backend": ATTENTION_BACKEND[family], "trust_remote_code": True, "served_model_name": pid},
+            "sglang": {
+                **sglang,
+                "attention_backend": ATTENTION_BACKEND[family],
+                "trust_remote_code": True,
+                "served_model_name": pid,
+            },
             "chat_template": TEMPLATES.get(family, "The checkpoint's own chat template."),
             "published": published,
-            "sources": f.get("sources", []) + ["../shared/reference/model-facts.md (ktwizard research notes)"],
+            "sources": f.get("sources", [])
+            + ["model-facts.md (ktwizard research notes; copy in tests/fixtures/oracles/)"],
             "unconfirmed": f.get("unconfirmed", []),
         }
         if pid == "deepseek-r1":
@@ -168,9 +465,14 @@ def main() -> None:
         if pid in ("glm-4.6", "glm-4.7"):
             preset["hf_repos"] = [r for r in preset["hf_repos"] if pid.upper()[4:] in r.upper()] or preset["hf_repos"]
         if family == "mixtral":
-            preset["unconfirmed"].append("Mixtral under kt-kernel/SGLang: only the legacy ktransformers README (Aug 2024) claims support")
+            preset["unconfirmed"].append(
+                "Mixtral under kt-kernel/SGLang: only the legacy ktransformers README (Aug 2024) claims support"
+            )
         body = yaml.safe_dump(preset, sort_keys=False, width=120, allow_unicode=True)
-        (OUT / f"{pid}.yaml").write_text(f"# Generated by tools/make_presets.py from ../shared/reference/model-facts.md; edit the generator.\n{body}")
+        (OUT / f"{pid}.yaml").write_text(
+            "# Generated by tools/make_presets.py from tests/fixtures/oracles/model-facts.md; edit the "
+            f"generator.\n{body}"
+        )
     print(f"wrote {len(P)} presets to {OUT}", file=sys.stderr)
 
 

@@ -17,8 +17,15 @@ class StreamResult:
 
 
 async def stream_chat(http, url: str, model: str, prompt: str, max_tokens: int) -> StreamResult:
-    body = {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0,
-            "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+    }
     start = time.monotonic()
     times: list[float] = []
     usage: dict = {}
@@ -38,4 +45,6 @@ async def stream_chat(http, url: str, model: str, prompt: str, max_tokens: int) 
                     times.append(time.monotonic())
     if not times:
         raise RuntimeError("the stream carried no tokens")
-    return StreamResult(usage.get("prompt_tokens"), usage.get("completion_tokens") or len(times), times[0] - start, tuple(times), start)
+    return StreamResult(
+        usage.get("prompt_tokens"), usage.get("completion_tokens") or len(times), times[0] - start, tuple(times), start
+    )

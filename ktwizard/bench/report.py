@@ -56,21 +56,32 @@ def markdown(r: BenchReport) -> str:
     pub_p = {row["context"]: row for row in r.published.get("prefill", [])}
     pub_d = {str(row["context"]): row for row in r.published.get("decode", [])}
     if r.prefill:
-        out += ["## Prefill", "", "| Context | Prompt tokens | TTFT | Throughput | Requests |" + (" vs recipe |" if pub_p else ""),
-                "| --- | --- | --- | --- | --- |" + (" --- |" if pub_p else "")]
+        out += [
+            "## Prefill",
+            "",
+            "| Context | Prompt tokens | TTFT | Throughput | Requests |" + (" vs recipe |" if pub_p else ""),
+            "| --- | --- | --- | --- | --- |" + (" --- |" if pub_p else ""),
+        ]
         for p in r.prefill:
             ratio = ""
             if pub_p:
                 ref = pub_p.get(_k(p.context))
                 ratio = f" {p.tok_s / ref['tok_s']:.2f}x |" if ref else " — |"
-            out.append(f"| {_k(p.context)} | {p.prompt_tokens:,} | {p.ttft:.2f} s | {p.tok_s:,.0f} tok/s | {len(p.ttft_s)} |{ratio}")
+            out.append(
+                f"| {_k(p.context)} | {p.prompt_tokens:,} | {p.ttft:.2f} s | {p.tok_s:,.0f} tok/s | {len(p.ttft_s)} "
+                f"|{ratio}"
+            )
         out.append("")
     if r.decode:
         concs = sorted({d.concurrency for d in r.decode})
         ctxs = sorted({d.context for d in r.decode})
         rows = {(d.context, d.concurrency): d for d in r.decode}
-        out += ["## Aggregate sustained decode", "", "| Context | " + " | ".join(f"Concurrency {c}" for c in concs) + " |",
-                "| --- | " + " | ".join("---" for _ in concs) + " |"]
+        out += [
+            "## Aggregate sustained decode",
+            "",
+            "| Context | " + " | ".join(f"Concurrency {c}" for c in concs) + " |",
+            "| --- | " + " | ".join("---" for _ in concs) + " |",
+        ]
         for ctx in ctxs:
             cells = []
             for c in concs:
@@ -95,7 +106,18 @@ def csv_text(r: BenchReport) -> str:
     w = csv.writer(buf)
     w.writerow(["kind", "context", "concurrency", "prompt_tokens", "ttft_s", "tok_s", "repeats", "spread"])
     for p in r.prefill:
-        w.writerow(["prefill", p.context, 1, p.prompt_tokens, f"{p.ttft:.4f}", f"{p.tok_s:.2f}", len(p.ttft_s), f"{max(p.ttft_s) - min(p.ttft_s):.4f}"])
+        w.writerow(
+            [
+                "prefill",
+                p.context,
+                1,
+                p.prompt_tokens,
+                f"{p.ttft:.4f}",
+                f"{p.tok_s:.2f}",
+                len(p.ttft_s),
+                f"{max(p.ttft_s) - min(p.ttft_s):.4f}",
+            ]
+        )
     for d in r.decode:
         w.writerow(["decode", d.context, d.concurrency, "", "", f"{d.rate:.2f}", len(d.tok_s), f"{d.spread:.2f}"])
     return buf.getvalue()

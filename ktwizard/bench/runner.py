@@ -72,7 +72,10 @@ async def run(url: str, model: str, sweep: Sweep, progress=print, keep: list | N
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10)) as http:
             cal = await calibrate(http, url, model)
-            report = replace(report, notes=(f"prompts calibrated on the server: {cal.overhead:.0f} + {cal.per_word:.3f} tokens per word",))
+            report = replace(
+                report,
+                notes=(f"prompts calibrated on the server: {cal.overhead:.0f} + {cal.per_word:.3f} tokens per word",),
+            )
             for ctx in sweep.contexts:
                 times, tokens = [], 0
                 for _ in range(sweep.repeats):
@@ -91,7 +94,9 @@ async def run(url: str, model: str, sweep: Sweep, progress=print, keep: list | N
                         if time.monotonic() > deadline:
                             raise TimeoutError
                         prompt = WORD * cal.words_for(max(ctx, 16))
-                        results = await asyncio.gather(*(stream_chat(http, url, model, prompt, sweep.decode_tokens) for _ in range(c)))
+                        results = await asyncio.gather(
+                            *(stream_chat(http, url, model, prompt, sweep.decode_tokens) for _ in range(c))
+                        )
                         rates.append(steady_rate(list(results), sweep.warmup_tokens))
                     decode.append(DecodeRow(ctx, c, tuple(rates)))
                     kept()

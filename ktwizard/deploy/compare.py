@@ -31,8 +31,18 @@ def compare(plan: Plan, figures: dict[str, float]) -> list[Comparison]:
     weights = b.item("non-expert weights") + b.item("GPU experts") + b.item("KT staging buffer")
     pairs = [
         ("weights (GPU)", weights / GiB, figures.get("weights_gb"), "GiB"),
-        ("KV pool", b.item("KV pool") / GiB, figures.get("kv_gb") or (figures.get("k_gb", 0) + figures.get("v_gb", 0)) or None, "GiB"),
-        ("KV tokens", float(plan.max_total_tokens), figures.get("kv_tokens") or figures.get("max_total_num_tokens"), "tokens"),
+        (
+            "KV pool",
+            b.item("KV pool") / GiB,
+            figures.get("kv_gb") or (figures.get("k_gb", 0) + figures.get("v_gb", 0)) or None,
+            "GiB",
+        ),
+        (
+            "KV tokens",
+            float(plan.max_total_tokens),
+            figures.get("kv_tokens") or figures.get("max_total_num_tokens"),
+            "tokens",
+        ),
         ("CUDA graphs", b.item("CUDA graphs") / GiB, figures.get("graphs_gb"), "GiB"),
     ]
     return [Comparison(name, p, a, unit) for name, p, a, unit in pairs if a is not None]
@@ -44,5 +54,8 @@ def comparison_text(rows: list[Comparison]) -> str:
     out = [f"{'plan vs actual':16} {'predicted':>12} {'actual':>12} {'diff':>7}"]
     for r in rows:
         fmt = "{:,.0f}" if r.unit == "tokens" else "{:.2f}"
-        out.append(f"{r.item:16} {fmt.format(r.predicted):>12} {fmt.format(r.actual):>12} {r.diff:>+7.1%}" + ("  <-- over 5 %" if r.flagged else ""))
+        out.append(
+            f"{r.item:16} {fmt.format(r.predicted):>12} {fmt.format(r.actual):>12} {r.diff:>+7.1%}"
+            + ("  <-- over 5 %" if r.flagged else "")
+        )
     return "\n".join(out) + "\n"

@@ -27,37 +27,78 @@ def _first(tracker: StartupTracker, pattern: str) -> re.Match | None:
     return None
 
 
-def diagnose(exit_code: int | None, oom_killed: bool, tracker: StartupTracker, timed_out: float | None = None) -> Diagnosis:
+def diagnose(
+    exit_code: int | None, oom_killed: bool, tracker: StartupTracker, timed_out: float | None = None
+) -> Diagnosis:
     phase = tracker.phase
     if timed_out is not None:
-        return Diagnosis("timeout", f"start-up did not finish within {timed_out:g} s; the last phase seen was '{phase}'",
-                         "a 600 GB checkpoint can take many minutes: raise --timeout, or look at `ktwizard logs NAME` for a stuck step")
+        return Diagnosis(
+            "timeout",
+            f"start-up did not finish within {timed_out:g} s; the last phase seen was '{phase}'",
+            "a 600 GB checkpoint can take many minutes: raise --timeout, or look at `ktwizard logs NAME` for a stuck "
+            "step",
+        )
     oom = _first(tracker, r"CUDA out of memory\.(?: Tried to allocate ([\d.]+ [GM]iB))?")
-    if oom or _first(tracker, r"torch\.OutOfMemoryError|Not enough memory\. Please try to increase --mem-fraction-static|(Prefill|Decode) out of memory"):
+    if oom or _first(
+        tracker,
+        r"torch\.OutOfMemoryError|Not enough memory\. Please try to increase --mem-fraction-static|(Prefill|Decode) "
+        r"out of memory",
+    ):
         size = f" (tried to allocate {oom.group(1)})" if oom and oom.group(1) else ""
-        return Diagnosis("cuda_oom", f"CUDA out of memory during {phase}{size}",
-                         "something on the GPU is bigger than planned or other processes took memory: re-plan with `ktwizard plan` "
-                         "on this host now, lower --gpu-experts or --context, and check nvidia-smi for other processes")
+        return Diagnosis(
+            "cuda_oom",
+            f"CUDA out of memory during {phase}{size}",
+            "something on the GPU is bigger than planned or other processes took memory: re-plan with `ktwizard plan` "
+            "on this host now, lower --gpu-experts or --context, and check nvidia-smi for other processes",
+        )
     if exit_code == 137 and oom_killed:
-        return Diagnosis("host_oom", f"the host's OOM killer stopped the server during {phase} (exit 137, OOMKilled)",
-                         "host RAM or the container's memory limit is too small for the CPU experts: free RAM, raise --memory, "
-                         "or plan a smaller method (the plan's host budget shows what is needed)")
+        return Diagnosis(
+            "host_oom",
+            f"the host's OOM killer stopped the server during {phase} (exit 137, OOMKilled)",
+            "host RAM or the container's memory limit is too small for the CPU experts: free RAM, raise --memory, "
+            "or plan a smaller method (the plan's host budget shows what is needed)",
+        )
     if exit_code == 132 or _first(tracker, r"Illegal instruction"):
-        return Diagnosis("illegal_instruction", "illegal instruction (exit 132): the image's kt-kernel was built for a CPU with instructions this one lacks",
-                         "build the image on this class of machine (ktwizard image build) or set KT_KERNEL_CPU_VARIANT to a variant this CPU runs")
+        return Diagnosis(
+            "illegal_instruction",
+            "illegal instruction (exit 132): the image's kt-kernel was built for a CPU with instructions this one "
+            "lacks",
+            "build the image on this class of machine (ktwizard image build) or set KT_KERNEL_CPU_VARIANT to a "
+            "variant this CPU runs",
+        )
     arg = _first(tracker, r"launch_server\.py: error: (.*)")
     if arg:
-        return Diagnosis("bad_flag", f"the server rejected its arguments: {arg.group(1)}",
-                         "the image's SGLang is not the sglang-kt 0.7.2 the plan targets, or the plan was edited: re-plan, or use the matching image")
-    missing = _first(tracker, r"(does not appear to have a file named config\.json|is not a local folder|No such file or directory: '[^']*')")
+        return Diagnosis(
+            "bad_flag",
+            f"the server rejected its arguments: {arg.group(1)}",
+            "the image's SGLang is not the sglang-kt 0.7.2 the plan targets, or the plan was edited: re-plan, or use "
+            "the matching image",
+        )
+    missing = _first(
+        tracker,
+        r"(does not appear to have a file named config\.json|is not a local folder|No such file or directory: '[^']*')",
+    )
     if missing:
-        return Diagnosis("missing_weights", f"the weights are missing or incomplete where the server looks: {missing.group(1)}",
-                         "pass --weights with the checkpoint folder (config.json and *.safetensors), fully downloaded")
+        return Diagnosis(
+            "missing_weights",
+            f"the weights are missing or incomplete where the server looks: {missing.group(1)}",
+            "pass --weights with the checkpoint folder (config.json and *.safetensors), fully downloaded",
+        )
     if _first(tracker, r"[Aa]ddress already in use"):
-        return Diagnosis("port_in_use", "the server could not bind its port: address already in use", "choose another --port or stop what uses it")
+        return Diagnosis(
+            "port_in_use",
+            "the server could not bind its port: address already in use",
+            "choose another --port or stop what uses it",
+        )
     if exit_code == 137:
-        return Diagnosis("killed", f"the server was killed (exit 137, SIGKILL) during {phase}, not by the OOM killer",
-                         "something ran docker kill or the stop timed out; start it again")
+        return Diagnosis(
+            "killed",
+            f"the server was killed (exit 137, SIGKILL) during {phase}, not by the OOM killer",
+            "something ran docker kill or the stop timed out; start it again",
+        )
     last = tracker.errors[-1] if tracker.errors else (tracker.tail[-1] if tracker.tail else "no output")
-    return Diagnosis("exited", f"the server exited with code {exit_code} during {phase}; last line: {last[:200]}",
-                     "see the whole log with `ktwizard logs NAME` (the container is kept with --keep-on-failure)")
+    return Diagnosis(
+        "exited",
+        f"the server exited with code {exit_code} during {phase}; last line: {last[:200]}",
+        "see the whole log with `ktwizard logs NAME` (the container is kept with --keep-on-failure)",
+    )

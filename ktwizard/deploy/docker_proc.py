@@ -8,28 +8,12 @@ import sys
 import threading
 from typing import TextIO
 
+from ktwizard.deploy.engine import MANAGED, connect
 from ktwizard.deploy.launch import LaunchOptions
 from ktwizard.deploy.records import Deployment
-from ktwizard.errors import BadInput, KtwizardError
+from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Plan
-from ktwizard.render.docker import LABEL, ContainerSpec, container_spec
-
-MANAGED = f"{LABEL}.managed"
-
-
-def connect():
-    import docker
-
-    try:
-        client = docker.from_env(timeout=60)
-        client.ping()
-        return client
-    except docker.errors.DockerException as exc:
-        from ktwizard.host.engine import probe_engine
-        from ktwizard.host.root import Root
-
-        engine = probe_engine(Root("/"))
-        raise KtwizardError(f"cannot reach the Docker engine: {engine.reason if not engine.reachable else exc}") from None
+from ktwizard.render.docker import ContainerSpec, container_spec
 
 
 def ensure_image(client, image: str, out: TextIO) -> None:
@@ -54,8 +38,10 @@ def ensure_image(client, image: str, out: TextIO) -> None:
         print(file=out)
     except docker.errors.DockerException as exc:
         reason = str(getattr(exc, "explanation", None) or exc).splitlines()[0][:160]
-        raise KtwizardError(f"image {image} is not on this machine and could not be pulled ({reason}): build it "
-                            f"(ktwizard image build, or docker build -t {image} .) or load it (docker load -i FILE)") from None
+        raise KtwizardError(
+            f"image {image} is not on this machine and could not be pulled ({reason}): build it "
+            f"(ktwizard image build, or docker build -t {image} .) or load it (docker load -i FILE)"
+        ) from None
 
 
 def check_name(client, name: str, replace: bool) -> None:
@@ -66,9 +52,14 @@ def check_name(client, name: str, replace: bool) -> None:
     except docker.errors.NotFound:
         return
     if existing.labels.get(MANAGED) != "true":
-        raise KtwizardError(f"a container named {name} exists and ktwizard did not create it; choose another --name (ktwizard touches only its own)")
+        raise KtwizardError(
+            f"a container named {name} exists and ktwizard did not create it; choose another --name (ktwizard "
+            "touches only its own)"
+        )
     if not replace:
-        raise KtwizardError(f"ktwizard's container {name} already exists; ktwizard stop {name} first, or pass --yes to replace it")
+        raise KtwizardError(
+            f"ktwizard's container {name} already exists; ktwizard stop {name} first, or pass --yes to replace it"
+        )
     existing.remove(force=True)
 
 
@@ -77,8 +68,10 @@ def check_runtime(client, spec: ContainerSpec) -> None:
         return
     runtimes = client.info().get("Runtimes") or {}
     if "nvidia" not in runtimes:
-        raise KtwizardError("GPUs were requested but Docker has no NVIDIA runtime: install nvidia-container-toolkit, run "
-                            "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd (or launch with --gpus none)")
+        raise KtwizardError(
+            "GPUs were requested but Docker has no NVIDIA runtime: install nvidia-container-toolkit, run "
+            "`nvidia-ctk runtime configure --runtime=docker` and restart dockerd (or launch with --gpus none)"
+        )
 
 
 def memlock_limit() -> int:
@@ -110,7 +103,9 @@ def create_kwargs(spec: ContainerSpec, opts: LaunchOptions) -> dict:
         "detach": True,
     }
     if spec.gpus is not None:
-        kwargs["device_requests"] = [docker.types.DeviceRequest(device_ids=[str(g) for g in spec.gpus], capabilities=[["gpu"]])]
+        kwargs["device_requests"] = [
+            docker.types.DeviceRequest(device_ids=[str(g) for g in spec.gpus], capabilities=[["gpu"]])
+        ]
         kwargs["runtime"] = "nvidia"
     if opts.memory:
         kwargs["mem_limit"] = opts.memory
@@ -171,27 +166,38 @@ class ContainerProcess:
 
     def deployment(self) -> Deployment:
         host = "127.0.0.1" if self.spec.bind in ("0.0.0.0", "::") else self.spec.bind
-        return Deployment(name=self.spec.name, kind="docker", url=f"http://{host}:{self.spec.port}", plan_digest=self.plan.digest,
-                          model=self.plan.model.id, container_id=self.container.id)
+        return Deployment(
+            name=self.spec.name,
+            kind="docker",
+            url=f"http://{host}:{self.spec.port}",
+            plan_digest=self.plan.digest,
+            model=self.plan.model.id,
+            container_id=self.container.id,
+        )
 
 
 def start_container(plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -> ContainerProcess:
     from ktwizard.deploy.preflight import check_port, check_weights
 
-    spec = container_spec(plan, name=opts.name, image=opts.image, gpus=opts.gpus, bind=opts.bind, port=opts.port, python=opts.python)
+    spec = container_spec(
+        plan, name=opts.name, image=opts.image, gpus=opts.gpus, bind=opts.bind, port=opts.port, python=opts.python
+    )
     client = connect()
     check_runtime(client, spec)
     check_port(spec.bind, spec.port)
     check_weights(plan)
     check_name(client, spec.name, opts.yes)
     ensure_image(client, spec.image, out)
+    from ktwizard.deploy.image import check_image_for_host
     from ktwizard.host.probe import probe
-    from ktwizard.image.build import check_image_for_host
 
     check_image_for_host(client, spec.image, probe(with_engine=False))
     if memlock_limit() != -1:
-        print(f"warning: this machine caps locked memory at {memlock_limit()} bytes; KT pins host buffers, so raise it "
-              "(ulimit -l unlimited for dockerd, LimitMEMLOCK=infinity) on a real server", file=out)
+        print(
+            f"warning: this machine caps locked memory at {memlock_limit()} bytes; KT pins host buffers, so raise it "
+            "(ulimit -l unlimited for dockerd, LimitMEMLOCK=infinity) on a real server",
+            file=out,
+        )
     container = None
     try:
         container = client.containers.create(**create_kwargs(spec, opts))
@@ -209,15 +215,3 @@ def start_container(plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -
         if isinstance(exc, docker.errors.APIError):
             raise KtwizardError(f"the Docker engine refused the container: {exc.explanation or exc}") from None
         raise
-
-
-def find_managed(client, name: str):
-    import docker
-
-    try:
-        c = client.containers.get(name)
-    except docker.errors.NotFound:
-        raise BadInput(f"no container named {name}") from None
-    if c.labels.get(MANAGED) != "true":
-        raise BadInput(f"{name} was not started by ktwizard; ktwizard only stops and follows its own containers")
-    return c

@@ -58,7 +58,9 @@ def _health(url: str, timeout: float = 5.0) -> bool:
         return False
 
 
-def follow_startup(proc: ServerProcess, plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -> tuple[Deployment, StartupTracker]:
+def follow_startup(
+    proc: ServerProcess, plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr
+) -> tuple[Deployment, StartupTracker]:
     """Phases with elapsed time until the server is ready and answers HTTP; a diagnosis otherwise."""
     tracker = StartupTracker()
     deployment = proc.deployment()
@@ -80,7 +82,11 @@ def follow_startup(proc: ServerProcess, plan: Plan, opts: LaunchOptions, out: Te
             time.sleep(0.2)
     except LaunchFailed:
         if opts.keep_on_failure:
-            print(f"kept {deployment.name} for inspection (ktwizard logs {deployment.name}; ktwizard stop {deployment.name})", file=out)
+            print(
+                f"kept {deployment.name} for inspection (ktwizard logs {deployment.name}; ktwizard stop "
+                f"{deployment.name})",
+                file=out,
+            )
         else:
             proc.remove()
         raise
@@ -104,7 +110,10 @@ def _interrupted(proc: ServerProcess, deployment: Deployment, ready: bool, out: 
         leave = answer.startswith("l")
     if leave:
         save(deployment)
-        print(f"left {deployment.name} running at {deployment.url}; stop it with: ktwizard stop {deployment.name}", file=out)
+        print(
+            f"left {deployment.name} running at {deployment.url}; stop it with: ktwizard stop {deployment.name}",
+            file=out,
+        )
     else:
         proc.remove()
         print(f"stopped and removed {deployment.name}", file=out)

@@ -27,8 +27,14 @@ class NativeProcess:
         env = {**os.environ, **{e.name: e.value for e in plan.env}, **opts.env}
         args = argv(plan, {"--port": str(opts.port), "--host": opts.bind})
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes it for its whole life
-        self.proc = subprocess.Popen([opts.python, "-m", "sglang.launch_server", *args], env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [opts.python, "-m", "sglang.launch_server", *args],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self.reader = open(self.log_path, "rb")  # noqa: SIM115
         self.buf = b""
 
@@ -50,8 +56,15 @@ class NativeProcess:
 
     def deployment(self) -> Deployment:
         host = "127.0.0.1" if self.opts.bind in ("0.0.0.0", "::") else self.opts.bind
-        return Deployment(name=self.opts.name, kind="native", url=f"http://{host}:{self.opts.port}", plan_digest=self.plan.digest,
-                          model=self.plan.model.id, pid=self.proc.pid, log_path=str(self.log_path))
+        return Deployment(
+            name=self.opts.name,
+            kind="native",
+            url=f"http://{host}:{self.opts.port}",
+            plan_digest=self.plan.digest,
+            model=self.plan.model.id,
+            pid=self.proc.pid,
+            log_path=str(self.log_path),
+        )
 
 
 def stop_group(pid: int, grace: float = 20.0) -> None:

@@ -30,9 +30,15 @@ FIGURES = (
     ("available_gpu_mem_gb", re.compile(r"available_gpu_mem=" + _GB)),
 )
 ERRORS = (
-    re.compile(r"CUDA out of memory|torch\.OutOfMemoryError|Not enough memory\. Please try to increase --mem-fraction-static|(Prefill|Decode) out of memory"),
+    re.compile(
+        r"CUDA out of memory|torch\.OutOfMemoryError|Not enough memory\. Please try to increase "
+        r"--mem-fraction-static|(Prefill|Decode) out of memory"
+    ),
     re.compile(r"launch_server\.py: error: "),
-    re.compile(r"Traceback \(most recent call last\)|Scheduler hit an exception|Initialization failed|Received sigquit from a child process"),
+    re.compile(
+        r"Traceback \(most recent call last\)|Scheduler hit an exception|Initialization failed|Received sigquit from "
+        r"a child process"
+    ),
     re.compile(r"Illegal instruction"),
 )
 

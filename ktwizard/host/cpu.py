@@ -48,7 +48,10 @@ def _cpu_quota(root: Root) -> float | None:
 
 
 def _base_mhz(root: Root, brand: str, first: dict[str, str]) -> float | None:
-    for rel in ("sys/devices/system/cpu/cpu0/cpufreq/base_frequency", "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"):
+    for rel in (
+        "sys/devices/system/cpu/cpu0/cpufreq/base_frequency",
+        "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",
+    ):
         khz = _int(root.first_line(rel))
         if khz:
             return khz / 1000
@@ -83,7 +86,9 @@ def probe_cpu(root: Root, node_of: dict[int, int]) -> CPU:
         pkg, core = _int(b.get("physical id")), _int(b.get("core id"))
         if pkg is None or core is None:
             pkg, core = _sysfs_thread(root, cpu)
-        threads.append(CpuThread(cpu=cpu, package=pkg or 0, core=core if core is not None else cpu, node=node_of.get(cpu)))
+        threads.append(
+            CpuThread(cpu=cpu, package=pkg or 0, core=core if core is not None else cpu, node=node_of.get(cpu))
+        )
     sockets = len({t.package for t in threads}) or 1
     cores = len({(t.package, t.core) for t in threads}) or len(online) or 1
     brand = first.get("model name", "") or first.get("Model", "")

@@ -27,4 +27,9 @@ def probe_disk(path: str) -> Disk:
         usage = psutil.disk_usage(str(probe))
     except OSError as exc:
         return Disk(path=path, reason=f"cannot measure free space at {path} ({exc.strerror or exc})")
-    return Disk(path=path, free=usage.free, total=usage.total, reason=None if probe == Path(path) else f"{path} does not exist yet; measured {probe}")
+    return Disk(
+        path=path,
+        free=usage.free,
+        total=usage.total,
+        reason=None if probe == Path(path) else f"{path} does not exist yet; measured {probe}",
+    )

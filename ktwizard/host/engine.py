@@ -73,11 +73,15 @@ def probe_engine(root: Root, timeout: float = 1.0) -> Engine:
         return engine_from_info(data.get("version", {}), data.get("info", {}))
     path = socket_path()
     if path is None:
-        return Engine(reachable=False, reason=f"DOCKER_HOST={os.environ.get('DOCKER_HOST')} is not a unix socket; not probed")
+        return Engine(
+            reachable=False, reason=f"DOCKER_HOST={os.environ.get('DOCKER_HOST')} is not a unix socket; not probed"
+        )
     try:
         os.stat(path)
     except FileNotFoundError:
-        return Engine(reachable=False, reason=f"no Docker socket at {path}: Docker is not installed or dockerd is not running")
+        return Engine(
+            reachable=False, reason=f"no Docker socket at {path}: Docker is not installed or dockerd is not running"
+        )
     except PermissionError:
         pass  # the folder is closed to us: the connect below says so
     try:
@@ -85,7 +89,8 @@ def probe_engine(root: Root, timeout: float = 1.0) -> Engine:
     except PermissionError:
         return Engine(
             reachable=False,
-            reason=f"permission denied on {path}: add your user to the 'docker' group (then log in again) or run as root",
+            reason=f"permission denied on {path}: add your user to the 'docker' group (then log in again) or run as "
+            "root",
         )
     except (ConnectionRefusedError, FileNotFoundError):
         return Engine(reachable=False, reason=f"dockerd is not answering on {path}: start it (systemctl start docker)")

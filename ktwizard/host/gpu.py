@@ -61,7 +61,10 @@ def gpus_from_snapshot(snapshot: dict[str, Any], cuda_visible: str | None) -> Gp
                 numa_node=d.get("numa_node"),
                 numa_reason=None if d.get("numa_node") is not None else (d.get("numa_node_error") or "not reported"),
                 visible=visible is None or d["index"] in visible,
-                processes=tuple(GpuProcess(pid=p["pid"], used_memory=p.get("used"), name=p.get("name", "")) for p in d.get("procs", [])),
+                processes=tuple(
+                    GpuProcess(pid=p["pid"], used_memory=p.get("used"), name=p.get("name", ""))
+                    for p in d.get("procs", [])
+                ),
             )
         )
     reason = None if devices else "NVML answered but lists no GPU"

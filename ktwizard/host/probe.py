@@ -61,7 +61,9 @@ def probe(
         gpus=gpus,
         numa_nodes=nodes,
         disk=disk,
-        engine=probe_engine(r) if with_engine else Engine(reachable=False, reason="not probed (asked to skip the engine)"),
+        engine=probe_engine(r)
+        if with_engine
+        else Engine(reachable=False, reason="not probed (asked to skip the engine)"),
         hostname=hostname,
         kernel=kernel,
         source="live" if r.live else f"recorded:{r.path.name}",

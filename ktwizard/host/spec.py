@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ktwizard.bundled import bundled
 from ktwizard.errors import BadInput
 from ktwizard.host.isa import normalise_flags
 from ktwizard.host.profile import (
@@ -21,7 +22,7 @@ from ktwizard.host.profile import (
 from ktwizard.serial import from_data, read_structured
 from ktwizard.units import GiB
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "hosts"
+ASSETS = bundled("assets") / "hosts"
 
 
 def _number(d: dict, key: str, where: str, minimum: float = 0, required: bool = True) -> Any:
@@ -72,7 +73,10 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
         for k in range(cores)
     ]
     per_node = max(1, sockets * cores // n_nodes)
-    threads = [CpuThread(t.cpu, t.package, t.core, node=min(n_nodes - 1, (t.package * cores + t.core) // per_node)) for t in threads]
+    threads = [
+        CpuThread(t.cpu, t.package, t.core, node=min(n_nodes - 1, (t.package * cores + t.core) // per_node))
+        for t in threads
+    ]
     cpus = tuple(sorted(t.cpu for t in threads))
     nodes = tuple(
         NumaNode(
@@ -130,4 +134,6 @@ def load_host(ref: str) -> HostProfile:
     bundled = ASSETS / f"{ref}.yaml"
     if bundled.exists():
         return host_from_data(read_structured(bundled), f"bundled host '{ref}'")
-    raise BadInput(f"--host {ref}: no such file and no bundled host of that name (bundled: {', '.join(bundled_hosts())})")
+    raise BadInput(
+        f"--host {ref}: no such file and no bundled host of that name (bundled: {', '.join(bundled_hosts())})"
+    )

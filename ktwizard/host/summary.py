@@ -20,24 +20,52 @@ def render_summary(host: HostProfile, width: int | None = None) -> str:
     t.add_column("what", style="bold")
     t.add_column("value")
     t.add_row("CPU", f"{cpu.brand} ({cpu.vendor})")
-    t.add_row("Topology", f"{cpu.sockets} socket(s) x {cpu.cores_per_socket} cores x {cpu.threads_per_core} threads; "
-              f"{len(cpu.online_cpus)} online, {len(cpu.usable_cpus)} usable, {cpu.usable_physical_cores} usable physical cores"
-              + (f", quota {cpu.cpu_quota:g} cores" if cpu.cpu_quota is not None else ""))
+    t.add_row(
+        "Topology",
+        f"{cpu.sockets} socket(s) x {cpu.cores_per_socket} cores x {cpu.threads_per_core} threads; "
+        f"{len(cpu.online_cpus)} online, {len(cpu.usable_cpus)} usable, {cpu.usable_physical_cores} usable physical "
+        "cores" + (f", quota {cpu.cpu_quota:g} cores" if cpu.cpu_quota is not None else ""),
+    )
     t.add_row("ISA", " ".join(cpu.flags) or "none of interest")
     t.add_row("kt-kernel build", kt_variant(cpu.flags) or "none (no AVX2)")
-    t.add_row("Memory", f"{human(mem.total)} total, {human(mem.available)} available, swap {human(mem.swap_total)}"
-              + (f", cgroup limit {human(mem.cgroup_limit)}" if mem.cgroup_limit else ""))
-    t.add_row("Hugepages", f"2M {mem.hugepages_2m_free}/{mem.hugepages_2m_total} free, 1G {mem.hugepages_1g_free}/{mem.hugepages_1g_total} free; THP {mem.thp_mode or 'unknown'}")
-    t.add_row("memlock", ("unlimited" if mem.memlock_limit is None else human(mem.memlock_limit)) if mem.memlock_known else "unknown")
+    t.add_row(
+        "Memory",
+        f"{human(mem.total)} total, {human(mem.available)} available, swap {human(mem.swap_total)}"
+        + (f", cgroup limit {human(mem.cgroup_limit)}" if mem.cgroup_limit else ""),
+    )
+    t.add_row(
+        "Hugepages",
+        f"2M {mem.hugepages_2m_free}/{mem.hugepages_2m_total} free, 1G "
+        f"{mem.hugepages_1g_free}/{mem.hugepages_1g_total} free; THP {mem.thp_mode or 'unknown'}",
+    )
+    t.add_row(
+        "memlock",
+        ("unlimited" if mem.memlock_limit is None else human(mem.memlock_limit)) if mem.memlock_known else "unknown",
+    )
     for n in host.numa_nodes:
-        t.add_row(f"NUMA node {n.id}", f"CPUs {_ranges(n.cpus) or '-'}; memory {human(n.memory_total) if n.memory_total else 'unknown'}"
-                  + (f"; GPUs {','.join(map(str, n.gpus))}" if n.gpus else ""))
+        t.add_row(
+            f"NUMA node {n.id}",
+            f"CPUs {_ranges(n.cpus) or '-'}; memory {human(n.memory_total) if n.memory_total else 'unknown'}"
+            + (f"; GPUs {','.join(map(str, n.gpus))}" if n.gpus else ""),
+        )
     if host.disk:
-        t.add_row("Disk", f"{host.disk.path}: " + (f"{human(host.disk.free)} free" if host.disk.free is not None else str(host.disk.reason)))
+        t.add_row(
+            "Disk",
+            f"{host.disk.path}: "
+            + (f"{human(host.disk.free)} free" if host.disk.free is not None else str(host.disk.reason)),
+        )
     e = host.engine
-    t.add_row("Docker", f"{e.server_version}, runtimes {', '.join(e.runtimes) or 'none'}" if e.reachable else f"unreachable: {e.reason}")
+    t.add_row(
+        "Docker",
+        f"{e.server_version}, runtimes {', '.join(e.runtimes) or 'none'}"
+        if e.reachable
+        else f"unreachable: {e.reason}",
+    )
     console.print(t)
-    g = Table(title="GPUs" + (f" (driver {host.gpus.driver_version}, CUDA {host.gpus.cuda_driver_version})" if host.gpus.available else ""))
+    g = Table(
+        title="GPUs"
+        + (f" (driver {host.gpus.driver_version}, CUDA {host.gpus.cuda_driver_version})" if host.gpus.available else "")
+    )
     for col in ("#", "name", "memory total", "free", "used", "driver reserve", "CC", "PCIe", "NUMA", "processes"):
         g.add_column(col)
     for d in host.gpus.devices:
@@ -59,17 +87,19 @@ def render_summary(host: HostProfile, width: int | None = None) -> str:
         console.print(f"GPUs: none — {host.gpus.reason}")
     if host.gpus.cuda_visible_devices is not None:
         console.print(f"CUDA_VISIBLE_DEVICES={host.gpus.cuda_visible_devices}")
-    for n in host_notices(host):
-        console.print(f"[{n.severity}] {n.line()}", markup=False, highlight=False)
+    for notice in host_notices(host):
+        console.print(f"[{notice.severity}] {notice.line()}", markup=False, highlight=False)
     return console.export_text()
 
 
 def _ranges(cpus: tuple[int, ...]) -> str:
-    out, start, prev = [], None, None
+    out: list[str] = []
+    start: int | None = None
+    prev: int | None = None
     for c in cpus:
         if start is None:
             start = prev = c
-        elif c == prev + 1:
+        elif prev is not None and c == prev + 1:
             prev = c
         else:
             out.append(f"{start}-{prev}" if start != prev else str(start))

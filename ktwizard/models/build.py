@@ -41,15 +41,21 @@ def _layer_of(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def build_spec(arch: Arch, model_id: str, name: str = "", source: str = "", byte_items: Iterable[tuple[str, int]] | None = None) -> ModelSpec:
+def build_spec(
+    arch: Arch, model_id: str, name: str = "", source: str = "", byte_items: Iterable[tuple[str, int]] | None = None
+) -> ModelSpec:
     inventory = list(tensors(arch))
     params, _ = _sums(((t.name, t.params * t.count) for t in inventory), arch.layers)
     exact = byte_items is not None
-    groups, per_layer = _sums(byte_items if exact else ((t.name, t.nbytes * t.count) for t in inventory), arch.layers)
+    groups, per_layer = _sums(
+        byte_items if byte_items is not None else ((t.name, t.nbytes * t.count) for t in inventory), arch.layers
+    )
     if not exact:
         for group, n in arch.estimated:
             groups[group] = groups.get(group, 0) + n
-    shared = {f.name: getattr(arch, f.name) for f in fields(ModelSpec) if hasattr(arch, f.name)}  # the architecture facts
+    shared = {
+        f.name: getattr(arch, f.name) for f in fields(ModelSpec) if hasattr(arch, f.name)
+    }  # the architecture facts
     return ModelSpec(
         **shared,
         tied_embeddings=arch.tied,

@@ -32,7 +32,9 @@ def classify(name: str, num_layers: int) -> tuple[str, int | None]:
         return "router", layer
     if re.match(r"mlp\.(gate_proj|up_proj|down_proj)\.", rest):
         return "dense_mlp", layer
-    if rest.startswith(("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm")):
+    if rest.startswith(
+        ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm")
+    ):
         return "norms", layer
     if rest.startswith(("self_attn.", "linear_attn.", "attn.")):
         return "attention", layer

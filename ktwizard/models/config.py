@@ -74,18 +74,23 @@ def _formats(cfg: dict) -> tuple[WeightFormat, WeightFormat]:
         fmt = WeightFormat("fp8_block", int(block[0])) if block else WeightFormat("fp8_channel")
         return fmt, fmt
     if method == "compressed-tensors":
-        groups = q.get("config_groups") or {}
-        weights = next(iter(groups.values()), {}).get("weights", {}) if groups else {}
+        groups: dict[str, Any] = q.get("config_groups") or {}
+        first: dict[str, Any] = next(iter(groups.values()), {})
+        weights: dict[str, Any] = first.get("weights") or {}
         if weights.get("num_bits") == 4 and weights.get("type", "int") == "int":
             # Kimi's INT4 checkpoints quantize the routed experts only; the ignore list keeps the rest BF16.
             return WeightFormat("int4_group", int(weights.get("group_size") or 32)), BF16
-        raise BadInput(f"compressed-tensors with {weights.get('num_bits')}-bit {weights.get('type')} weights is not supported yet")
+        raise BadInput(
+            f"compressed-tensors with {weights.get('num_bits')}-bit {weights.get('type')} weights is not supported yet"
+        )
     if method == "mxfp4":
         return WeightFormat("mxfp4", 32), BF16
     if method == "mxfp8":
         fmt = WeightFormat("mxfp8", 32)
         return fmt, fmt
-    raise BadInput(f"quantization method '{method}' is not supported yet (supported: fp8, compressed-tensors INT4, mxfp4, mxfp8)")
+    raise BadInput(
+        f"quantization method '{method}' is not supported yet (supported: fp8, compressed-tensors INT4, mxfp4, mxfp8)"
+    )
 
 
 def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
@@ -99,7 +104,10 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
     prefix = "model."
     text = cfg
     if "text_config" in cfg and arch == "KimiK25ForConditionalGeneration":
-        text = {**cfg["text_config"], "quantization_config": cfg["text_config"].get("quantization_config", cfg.get("quantization_config"))}
+        text = {
+            **cfg["text_config"],
+            "quantization_config": cfg["text_config"].get("quantization_config", cfg.get("quantization_config")),
+        }
         prefix = "language_model.model."
     layers = _need(text, "num_hidden_layers", where)
     hidden = _need(text, "hidden_size", where)
@@ -123,11 +131,16 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         score_bias = text.get("topk_method") == "noaux_tc"
         kind = "mla_nsa" if "index_topk" in text or arch == "DeepseekV32ForCausalLM" else "mla"
         attention = Attention(
-            kind=kind, heads=heads, kv_heads=heads,
-            q_lora_rank=int(text.get("q_lora_rank") or 0), kv_lora_rank=_need(text, "kv_lora_rank", where),
-            qk_nope_head_dim=_need(text, "qk_nope_head_dim", where), qk_rope_head_dim=_need(text, "qk_rope_head_dim", where),
+            kind=kind,
+            heads=heads,
+            kv_heads=heads,
+            q_lora_rank=int(text.get("q_lora_rank") or 0),
+            kv_lora_rank=_need(text, "kv_lora_rank", where),
+            qk_nope_head_dim=_need(text, "qk_nope_head_dim", where),
+            qk_rope_head_dim=_need(text, "qk_rope_head_dim", where),
             v_head_dim=_need(text, "v_head_dim", where),
-            index_n_heads=int(text.get("index_n_heads") or 0), index_head_dim=int(text.get("index_head_dim") or 0),
+            index_n_heads=int(text.get("index_n_heads") or 0),
+            index_head_dim=int(text.get("index_head_dim") or 0),
             full_attention_layers=layers,
         )
     else:
@@ -163,15 +176,23 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
             full_layers = sum(1 for i in range(layers) if (i + 1) % interval == 0)
             kind = "hybrid_linear"
         if family == "gpt_oss":
-            types = text.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+            types = text.get("layer_types") or [
+                "sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)
+            ]
             full_layers = sum(1 for t in types if t == "full_attention")
             sliding = int(text.get("sliding_window") or 128)
             kind = "gqa_swa"
         attention = Attention(
-            kind=kind, heads=heads, kv_heads=kv_heads, head_dim=head_dim, full_attention_layers=full_layers,
+            kind=kind,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            full_attention_layers=full_layers,
             sliding_window=sliding,
-            linear_key_heads=int(text.get("linear_num_key_heads") or 0), linear_key_head_dim=int(text.get("linear_key_head_dim") or 0),
-            linear_value_heads=int(text.get("linear_num_value_heads") or 0), linear_value_head_dim=int(text.get("linear_value_head_dim") or 0),
+            linear_key_heads=int(text.get("linear_num_key_heads") or 0),
+            linear_key_head_dim=int(text.get("linear_key_head_dim") or 0),
+            linear_value_heads=int(text.get("linear_num_value_heads") or 0),
+            linear_value_head_dim=int(text.get("linear_value_head_dim") or 0),
             linear_conv_kernel=int(text.get("linear_conv_kernel_dim") or 0),
         )
     if not moe_layers or experts == 0:
@@ -180,12 +201,27 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
     if per_tok == 0 or per_tok > experts:
         raise BadInput(f"{where}: num_experts_per_tok={per_tok} must be between 1 and the {experts} routed experts")
     return Arch(
-        family=family, architecture=arch, model_type=str(cfg.get("model_type", "")), layers=layers, hidden=hidden,
-        dense_intermediate=inter if family in ("deepseek", "glm4_moe") else 0, moe_intermediate=moe_inter,
-        shared_intermediate=shared_inter, routed_experts=experts, experts_per_token=per_tok, shared_experts=shared,
-        moe_layers=moe_layers, vocab=_need(text, "vocab_size", where), tied=bool(text.get("tie_word_embeddings", False)),
-        attention=attention, max_context=int(text.get("max_position_embeddings") or 0),
-        expert_format=expert_fmt, other_format=other_fmt, mtp_layers=mtp, score_bias=score_bias, text_prefix=prefix,
+        family=family,
+        architecture=arch,
+        model_type=str(cfg.get("model_type", "")),
+        layers=layers,
+        hidden=hidden,
+        dense_intermediate=inter if family in ("deepseek", "glm4_moe") else 0,
+        moe_intermediate=moe_inter,
+        shared_intermediate=shared_inter,
+        routed_experts=experts,
+        experts_per_token=per_tok,
+        shared_experts=shared,
+        moe_layers=moe_layers,
+        vocab=_need(text, "vocab_size", where),
+        tied=bool(text.get("tie_word_embeddings", False)),
+        attention=attention,
+        max_context=int(text.get("max_position_embeddings") or 0),
+        expert_format=expert_fmt,
+        other_format=other_fmt,
+        mtp_layers=mtp,
+        score_bias=score_bias,
+        text_prefix=prefix,
         qk_norm=bool(text.get("use_qk_norm", True)),
         estimated=tuple(sorted((str(k), int(v)) for k, v in (cfg.get("estimated_bytes") or {}).items())),
     )

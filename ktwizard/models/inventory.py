@@ -60,7 +60,9 @@ def linear(name: str, out_f: int, in_f: int, fmt: WeightFormat, bias: bool = Fal
         yield _plain(f"{name}.bias", (out_f,))
 
 
-def _mlp(prefix: str, inter: int, hidden: int, fmt: WeightFormat, names=("gate_proj", "up_proj", "down_proj")) -> Iterator[Tensor]:
+def _mlp(
+    prefix: str, inter: int, hidden: int, fmt: WeightFormat, names=("gate_proj", "up_proj", "down_proj")
+) -> Iterator[Tensor]:
     g, u, d = names
     yield from linear(f"{prefix}.{g}", inter, hidden, fmt)
     yield from linear(f"{prefix}.{u}", inter, hidden, fmt)
@@ -149,7 +151,9 @@ def _layer(a: Arch, i: int) -> Iterator[Tensor]:
             yield from _linear_attention(f"{p}.linear_attn", a)
     else:
         bias = fam in ("glm4_moe", "gpt_oss")
-        norm = {"qwen3_moe": "per_head", "glm4_moe": "per_head" if a.qk_norm else "", "minimax_m2": "per_layer"}.get(fam, "")
+        norm = {"qwen3_moe": "per_head", "glm4_moe": "per_head" if a.qk_norm else "", "minimax_m2": "per_layer"}.get(
+            fam, ""
+        )
         yield from _gqa(f"{p}.self_attn", a, bias=bias, qk_norm=norm)
     if not moe:
         yield from _mlp(f"{p}.mlp", a.dense_intermediate, h, a.other_format)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import Any
 
+from ktwizard.bundled import bundled
 from ktwizard.errors import BadInput
 from ktwizard.models.build import build_spec
 from ktwizard.models.config import parse_config
 from ktwizard.models.spec import ModelSpec
 from ktwizard.serial import read_structured
 
-PRESETS = Path(__file__).resolve().parent.parent / "presets"
+PRESETS = bundled("presets")
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,9 @@ def get_preset(preset_id: str) -> Preset:
     presets = all_presets()
     if preset_id not in presets:
         near = [p for p in presets if preset_id.lower() in p] or sorted(presets)
-        raise BadInput(f"--preset {preset_id}: no such preset; try one of: {', '.join(near[:8])} (ktwizard presets lists all)")
+        raise BadInput(
+            f"--preset {preset_id}: no such preset; try one of: {', '.join(near[:8])} (ktwizard presets lists all)"
+        )
     return presets[preset_id]
 
 

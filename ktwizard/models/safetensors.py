@@ -43,7 +43,10 @@ def read_header(path: Path) -> Header:
             raise BadInput(f"{path}: truncated safetensors file ({size} bytes, no header length)")
         (n,) = struct.unpack("<Q", head)
         if n > size - 8:
-            raise BadInput(f"{path}: header length {n} runs past the end of the file ({size} bytes); the file is truncated or not safetensors")
+            raise BadInput(
+                f"{path}: header length {n} runs past the end of the file ({size} bytes); the file is truncated or "
+                "not safetensors"
+            )
         if n > MAX_HEADER:
             raise BadInput(f"{path}: header length {n} is implausible; not a safetensors file")
         raw = fh.read(n)
@@ -68,7 +71,9 @@ def read_header(path: Path) -> Header:
         for d in shape:
             expect *= d
         if stop - begin != expect:
-            raise BadInput(f"{path}: tensor {name!r} spans {stop - begin} bytes but {dtype}{list(shape)} needs {expect}")
+            raise BadInput(
+                f"{path}: tensor {name!r} spans {stop - begin} bytes but {dtype}{list(shape)} needs {expect}"
+            )
         end = max(end, stop)
         tensors.append(HeaderTensor(name, dtype, shape, stop - begin))
     return Header(path=str(path), tensors=tuple(tensors), data_bytes=end, file_bytes=size, header_len=n)

@@ -6,10 +6,32 @@ from dataclasses import dataclass, field
 
 from ktwizard.models.formats import WeightFormat
 
-GROUPS = ("attention", "dense_mlp", "shared_experts", "router", "norms", "embeddings", "lm_head", "routed_experts", "mtp", "vision", "other")
+GROUPS = (
+    "attention",
+    "dense_mlp",
+    "shared_experts",
+    "router",
+    "norms",
+    "embeddings",
+    "lm_head",
+    "routed_experts",
+    "mtp",
+    "vision",
+    "other",
+)
 # What stays on every GPU whatever the expert placement (a vision tower loads with the model; MTP layers
 # load only for speculative decoding, which ktwizard does not plan).
-NON_EXPERT_GROUPS = ("attention", "dense_mlp", "shared_experts", "router", "norms", "embeddings", "lm_head", "vision", "other")
+NON_EXPERT_GROUPS = (
+    "attention",
+    "dense_mlp",
+    "shared_experts",
+    "router",
+    "norms",
+    "embeddings",
+    "lm_head",
+    "vision",
+    "other",
+)
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,30 @@ class Scrape:
     t: float
     gauges: dict[str, float] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)  # summed over label sets; realtime split by mode
-    buckets: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)  # histogram -> ((le, cumulative), ...)
+    buckets: dict[str, tuple[tuple[float, float], ...]] = field(
+        default_factory=dict
+    )  # histogram -> ((le, cumulative), ...)
 
 
 # The families the dashboard reads. A real server exposes many more (per-stage latency histograms of dozens of
 # buckets, each sample with five or six labels); prometheus_client's parser walks labels a character at a time,
 # so only these lines are handed to it.
 # Latency histograms are most of a scrape's lines, so a caller may skip them on most scrapes.
-GAUGES = ("sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:num_used_tokens", "sglang:max_total_num_tokens",
-          "sglang:token_usage", "sglang:cache_hit_rate", "sglang:gen_throughput")
-COUNTERS = ("sglang:num_aborted_requests_total", "sglang:realtime_tokens_total", "sglang:generation_tokens_total", "sglang:prompt_tokens_total")
+GAUGES = (
+    "sglang:num_running_reqs",
+    "sglang:num_queue_reqs",
+    "sglang:num_used_tokens",
+    "sglang:max_total_num_tokens",
+    "sglang:token_usage",
+    "sglang:cache_hit_rate",
+    "sglang:gen_throughput",
+)
+COUNTERS = (
+    "sglang:num_aborted_requests_total",
+    "sglang:realtime_tokens_total",
+    "sglang:generation_tokens_total",
+    "sglang:prompt_tokens_total",
+)
 HISTOGRAMS = ("sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds")
 # Line prefixes: a name then "{" or " " (so `_created` twins and look-alike names stay out); histograms by bucket.
 FAMILIES = tuple(n + end for n in GAUGES + COUNTERS for end in ("{", " "))
@@ -44,7 +58,9 @@ def parse_scrape(text: str, t: float, histograms: bool = True) -> Scrape:
     gauges: dict[str, float] = {}
     counters: dict[str, float] = {}
     buckets: dict[str, dict[float, float]] = {}
-    for fam in text_string_to_metric_families(wanted_lines(text, FAMILIES + HISTOGRAM_LINES if histograms else FAMILIES)):
+    for fam in text_string_to_metric_families(
+        wanted_lines(text, FAMILIES + HISTOGRAM_LINES if histograms else FAMILIES)
+    ):
         for s in fam.samples:
             name = s.name
             if fam.type == "gauge":
@@ -56,10 +72,14 @@ def parse_scrape(text: str, t: float, histograms: bool = True) -> Scrape:
                 le = float(s.labels["le"])
                 b = buckets.setdefault(fam.name, {})
                 b[le] = b.get(le, 0.0) + s.value
-    return Scrape(t=t, gauges=gauges, counters=counters, buckets={k: tuple(sorted(v.items())) for k, v in buckets.items()})
+    return Scrape(
+        t=t, gauges=gauges, counters=counters, buckets={k: tuple(sorted(v.items())) for k, v in buckets.items()}
+    )
 
 
-def quantile(prev: tuple[tuple[float, float], ...] | None, cur: tuple[tuple[float, float], ...], q: float) -> float | None:
+def quantile(
+    prev: tuple[tuple[float, float], ...] | None, cur: tuple[tuple[float, float], ...], q: float
+) -> float | None:
     """q-quantile of the observations between two scrapes, interpolated inside the bucket (Prometheus' way)."""
     before = dict(prev or ())
     deltas = [(le, c - before.get(le, 0.0)) for le, c in cur]
@@ -89,10 +109,16 @@ def _rate(prev: Scrape, cur: Scrape, *keys: str) -> float | None:
 def server_sample(prev: Scrape | None, cur: Scrape, since: Scrape | None = None) -> ServerSample:
     """Gauges of cur, rates since prev, latency quantiles of the observations since `since` (default prev)."""
     g = cur.gauges
-    s = {"up": True, "running": g.get("sglang:num_running_reqs"), "queued": g.get("sglang:num_queue_reqs"),
-         "kv_used_tokens": g.get("sglang:num_used_tokens"), "kv_capacity": g.get("sglang:max_total_num_tokens"),
-         "kv_usage": g.get("sglang:token_usage"), "cache_hit_rate": g.get("sglang:cache_hit_rate"),
-         "aborted": cur.counters.get("sglang:num_aborted_requests_total")}
+    s = {
+        "up": True,
+        "running": g.get("sglang:num_running_reqs"),
+        "queued": g.get("sglang:num_queue_reqs"),
+        "kv_used_tokens": g.get("sglang:num_used_tokens"),
+        "kv_capacity": g.get("sglang:max_total_num_tokens"),
+        "kv_usage": g.get("sglang:token_usage"),
+        "cache_hit_rate": g.get("sglang:cache_hit_rate"),
+        "aborted": cur.counters.get("sglang:num_aborted_requests_total"),
+    }
     if prev is not None:
         if "sglang:realtime_tokens_total:decode" in cur.counters:  # live counters, bumped every batch
             s["decode_tps"] = _rate(prev, cur, "sglang:realtime_tokens_total:decode")
@@ -107,4 +133,4 @@ def server_sample(prev: Scrape | None, cur: Scrape, since: Scrape | None = None)
                 s[f"{key}_p95"] = quantile(base.buckets[name], cur.buckets[name], 0.95)
     elif "sglang:gen_throughput" in g:
         s["decode_tps"] = g["sglang:gen_throughput"]
-    return ServerSample(**s)
+    return ServerSample(**s)  # type: ignore[arg-type]  # keys are ServerSample's float fields

@@ -34,14 +34,17 @@ class GpuSampler:
         except Exception as exc:  # noqa: BLE001 - no driver, no library: the pane says so
             from ktwizard.host.nvml import _init_reason
 
-            self.error = _init_reason(exc) if exc.__class__.__name__.startswith("NVMLError") else f"NVML unavailable ({exc})"
+            self.error = (
+                _init_reason(exc) if exc.__class__.__name__.startswith("NVMLError") else f"NVML unavailable ({exc})"
+            )
 
-    def sample(self, server_pids: set[int] = frozenset()) -> tuple[tuple[GpuSample, ...], str | None]:
+    def sample(self, server_pids: frozenset[int] | set[int] = frozenset()) -> tuple[tuple[GpuSample, ...], str | None]:
         if self.error:
             return (), self.error
         n = self.nvml
         out = []
         for i, h in enumerate(self.handles):
+
             def get(fn, *a, h=h):
                 try:
                     return fn(h, *a)
@@ -52,13 +55,21 @@ class GpuSampler:
             util = get(n.nvmlDeviceGetUtilizationRates)
             power = get(n.nvmlDeviceGetPowerUsage)
             procs = get(n.nvmlDeviceGetComputeRunningProcesses) or []
-            out.append(GpuSample(
-                index=i, name=_s(get(n.nvmlDeviceGetName) or ""), total=mem.total, used=mem.used, reserved=getattr(mem, "reserved", None),
-                util_pct=float(util.gpu) if util else None, power_w=power / 1000 if power else None,
-                temp_c=get(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
-                sm_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM), mem_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_MEM),
-                processes=tuple(GpuProcSample(p.pid, p.usedGpuMemory or 0, p.pid in server_pids) for p in procs),
-            ))
+            out.append(
+                GpuSample(
+                    index=i,
+                    name=_s(get(n.nvmlDeviceGetName) or ""),
+                    total=mem.total,
+                    used=mem.used,
+                    reserved=getattr(mem, "reserved", None),
+                    util_pct=float(util.gpu) if util else None,
+                    power_w=power / 1000 if power else None,
+                    temp_c=get(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
+                    sm_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM),
+                    mem_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_MEM),
+                    processes=tuple(GpuProcSample(p.pid, p.usedGpuMemory or 0, p.pid in server_pids) for p in procs),
+                )
+            )
         return tuple(out), None
 
 
@@ -110,15 +121,26 @@ class HostSampler:
                 key, _, value = line.partition(":")
                 if key:
                     meminfo[key.split()[-1]] = value.strip()
-            nodes.append(NodeSample(node_id, kb(meminfo.get("MemTotal")), kb(meminfo.get("MemFree")), 100.0 * busy / total if total else None))
+            nodes.append(
+                NodeSample(
+                    node_id,
+                    kb(meminfo.get("MemTotal")),
+                    kb(meminfo.get("MemFree")),
+                    100.0 * busy / total if total else None,
+                )
+            )
         self.prev_cpu = cpu
         swap = self._swap_io()
         swapping = self.prev_swap is not None and swap != self.prev_swap
         self.prev_swap = swap
         return HostSample(
-            total=kb(info.get("MemTotal")) or 0, available=kb(info.get("MemAvailable")) or 0,
-            swap_total=kb(info.get("SwapTotal")) or 0, swap_free=kb(info.get("SwapFree")) or 0,
-            page_cache=(kb(info.get("Cached")) or 0) + (kb(info.get("Buffers")) or 0), swapping=swapping, nodes=tuple(nodes),
+            total=kb(info.get("MemTotal")) or 0,
+            available=kb(info.get("MemAvailable")) or 0,
+            swap_total=kb(info.get("SwapTotal")) or 0,
+            swap_free=kb(info.get("SwapFree")) or 0,
+            page_cache=(kb(info.get("Cached")) or 0) + (kb(info.get("Buffers")) or 0),
+            swapping=swapping,
+            nodes=tuple(nodes),
         )
 
 
@@ -126,7 +148,7 @@ class ContainerSampler:
     """State and `docker stats`-style memory / CPU of one container, polled one-shot (never an endless stream)."""
 
     def __init__(self, name: str) -> None:
-        from ktwizard.deploy.docker_proc import connect
+        from ktwizard.deploy.engine import connect
 
         self.name = name
         self.client = connect()
@@ -146,7 +168,9 @@ class ContainerSampler:
         if state.get("Running"):
             st = c.stats(stream=False, one_shot=True)
             ms = st.get("memory_stats") or {}
-            inactive = (ms.get("stats") or {}).get("total_inactive_file", (ms.get("stats") or {}).get("inactive_file", 0))
+            inactive = (ms.get("stats") or {}).get(
+                "total_inactive_file", (ms.get("stats") or {}).get("inactive_file", 0)
+            )
             if "usage" in ms:
                 mem_used, mem_limit = ms["usage"] - inactive, ms.get("limit")
             cs = st.get("cpu_stats") or {}
@@ -160,8 +184,16 @@ class ContainerSampler:
                 except (docker.errors.DockerException, ValueError, IndexError):
                     self.pids = set()
                 self.pids_at = time.monotonic()
-        return ContainerSample(self.name, state.get("Status", "?"), int(c.attrs.get("RestartCount", 0)), None if state.get("Running") else state.get("ExitCode"),
-                               bool(state.get("OOMKilled")), mem_used, mem_limit, cpu_pct)
+        return ContainerSample(
+            self.name,
+            state.get("Status", "?"),
+            int(c.attrs.get("RestartCount", 0)),
+            None if state.get("Running") else state.get("ExitCode"),
+            bool(state.get("OOMKilled")),
+            mem_used,
+            mem_limit,
+            cpu_pct,
+        )
 
 
 LATENCY = ("ttft_p50", "ttft_p95", "itl_p50", "itl_p95")
@@ -201,7 +233,9 @@ class ServerSampler:
             return ServerSample(up=False, error=f"{self.url}/metrics unreachable ({exc.__class__.__name__})")
         if resp.status_code != 200:
             self._reset()
-            return ServerSample(up=False, error=f"{self.url}/metrics answered {resp.status_code} (is --enable-metrics on?)")
+            return ServerSample(
+                up=False, error=f"{self.url}/metrics answered {resp.status_code} (is --enable-metrics on?)"
+            )
         with_hist = self.prev_hist is None or self.scrapes % self.HISTOGRAM_EVERY == 0
         self.scrapes += 1
         cur = parse_scrape(resp.text, time.monotonic(), histograms=with_hist)
@@ -211,4 +245,4 @@ class ServerSampler:
             self.latency = {k: getattr(out, k) for k in LATENCY}
             self.prev_hist = cur
             return out
-        return replace(out, **self.latency)
+        return replace(out, **self.latency)  # type: ignore[arg-type]  # LATENCY names float fields

@@ -13,7 +13,9 @@ HISTORY = 900  # 15 minutes at 1 Hz
 
 
 class Monitor:
-    def __init__(self, url: str | None = None, container: str | None = None, root: str = "/", gpus: bool = True) -> None:
+    def __init__(
+        self, url: str | None = None, container: str | None = None, root: str = "/", gpus: bool = True
+    ) -> None:
         from ktwizard.monitor.samplers import ContainerSampler, GpuSampler, HostSampler, ServerSampler
 
         self.gpu = GpuSampler() if gpus else None
@@ -33,7 +35,9 @@ class Monitor:
         pids = self.container.pids if self.container else set()
         gpus, gpu_error = self.gpu.sample(pids) if self.gpu and "gpu" in panes else ((), None)
         s = Sample(
-            t=time.time(), gpus=gpus, gpu_error=gpu_error,
+            t=time.time(),
+            gpus=gpus,
+            gpu_error=gpu_error,
             host=self.host.sample() if "host" in panes else None,
             container=self.container.sample() if self.container and "container" in panes else None,
             server=self.server.sample() if self.server and "server" in panes else None,
@@ -58,7 +62,9 @@ class Monitor:
         out = []
         for g in s.gpus:
             if g.total and g.used / g.total > 0.97:
-                out.append(Alert("error", f"GPU {g.index} memory at {g.used / g.total:.0%}: the next allocation may fail"))
+                out.append(
+                    Alert("error", f"GPU {g.index} memory at {g.used / g.total:.0%}: the next allocation may fail")
+                )
         if s.host and s.host.swapping:
             out.append(Alert("warn", "the host is swapping: expert weights paged out make decode crawl"))
         c = s.container
@@ -66,7 +72,13 @@ class Monitor:
             if c.oom_killed:
                 out.append(Alert("error", f"container {c.name} was OOM-killed (exit {c.exit_code})"))
             elif c.state in ("exited", "dead", "gone"):
-                out.append(Alert("error", f"container {c.name} is {c.state}" + (f" (exit {c.exit_code})" if c.exit_code is not None else "")))
+                out.append(
+                    Alert(
+                        "error",
+                        f"container {c.name} is {c.state}"
+                        + (f" (exit {c.exit_code})" if c.exit_code is not None else ""),
+                    )
+                )
             if self.restarts is not None and c.restarts > self.restarts:
                 out.append(Alert("warn", f"container {c.name} restarted"))
             self.restarts = c.restarts

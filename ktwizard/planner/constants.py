@@ -1,6 +1,6 @@
 """Every constant the memory model uses, named, with where it comes from.
 
-Measured: ../shared/fixtures/hosts/h200-1gpu-xeon-amx/cuda-overhead.json (H200, driver 580.159.04, torch 2.11).
+Measured: tests/fixtures/device/h200-capture/cuda-overhead.json (H200, driver 580.159.04, torch 2.11).
 SGLang: sglang-kt 0.7.2 server_args (reference/sglang-runtime-facts.md). Estimates are marked as such.
 """
 
@@ -11,7 +11,9 @@ from ktwizard.units import GiB, MiB
 # --- measured on a real H200 (cuda-overhead.json, python-probes.json) ---
 DRIVER_RESERVE = 644_939_776  # NVML v2 `reserved` on an idle H200; used when the GPU's own reading is unknown
 CUDA_CONTEXT = 1_295_908_864 - 644_939_776  # after_context - idle_used: 621 MiB for a torch CUDA context
-CUBLAS_WORKSPACE = (10_257_039_360 - 9_885_843_456) - (8_894_021_632 - 8_592_031_744)  # matmul growth minus torch pool: 66 MiB
+CUBLAS_WORKSPACE = (10_257_039_360 - 9_885_843_456) - (
+    8_894_021_632 - 8_592_031_744
+)  # matmul growth minus torch pool: 66 MiB
 
 # --- SGLang's own coefficients (ServerArgs._handle_gpu_memory_settings reserve formula) ---
 GRAPH_BASE = 512 * MiB  # the formula's fixed 512 MiB term

@@ -13,8 +13,10 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner import constants as C
 from ktwizard.planner import memory as M
+from ktwizard.planner.catalog import check_flags
 from ktwizard.planner.flags import build_env, build_flags
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method
+from ktwizard.planner.sizing import Sizing
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import BudgetItem, Goals, GpuBudget, HostBudget, ModelRef, Plan
 from ktwizard.units import human
@@ -30,9 +32,14 @@ def _validate(goals: Goals, spec: ModelSpec) -> None:
         if goals.context < 1:
             raise BadInput(f"--context {goals.context}: the context length must be at least 1 token")
         if spec.max_context and goals.context > spec.max_context:
-            raise BadInput(f"--context {goals.context}: {spec.name or spec.id} supports at most {spec.max_context} tokens")
+            raise BadInput(
+                f"--context {goals.context}: {spec.name or spec.id} supports at most {spec.max_context} tokens"
+            )
     if goals.gpu_experts is not None and not 0 <= goals.gpu_experts <= spec.routed_experts:
-        raise BadInput(f"--gpu-experts {goals.gpu_experts}: a MoE layer has {spec.routed_experts} routed experts; give 0 to {spec.routed_experts}")
+        raise BadInput(
+            f"--gpu-experts {goals.gpu_experts}: a MoE layer has {spec.routed_experts} routed experts; give 0 to "
+            f"{spec.routed_experts}"
+        )
     if goals.kv_dtype not in ("auto", "bf16", "fp8_e4m3"):
         raise BadInput(f"--kv-dtype {goals.kv_dtype}: use auto, bf16 or fp8_e4m3")
     if not 1 <= goals.port <= 65535:
@@ -44,8 +51,10 @@ def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:
     if goals.gpus is None:
         chosen = host.visible_gpus
         if not chosen:
-            raise BadInput(f"no GPU to plan for ({host.gpus.reason or 'none found'}); SGLang-KT keeps attention on a GPU. "
-                           "Plan for another machine with --host (a saved profile, a bundled name or a hand-written spec)")
+            raise BadInput(
+                f"no GPU to plan for ({host.gpus.reason or 'none found'}); SGLang-KT keeps attention on a GPU. "
+                "Plan for another machine with --host (a saved profile, a bundled name or a hand-written spec)"
+            )
     else:
         if not goals.gpus:
             raise BadInput("--gpus: name at least one GPU; SGLang-KT keeps attention on a GPU")
@@ -57,92 +66,16 @@ def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:
     tp = len(chosen)
     heads = spec.attention.heads
     if heads % tp:
-        raise BadInput(f"--gpus: {tp} GPUs do not divide the model's {heads} attention heads; use a divisor of {heads} (1, 2, 4, 8)")
+        raise BadInput(
+            f"--gpus: {tp} GPUs do not divide the model's {heads} attention heads; use a divisor of {heads} (1, 2, "
+            "4, 8)"
+        )
     if spec.attention.kind == "gqa" and spec.attention.kv_heads % tp and tp % spec.attention.kv_heads:
         raise BadInput(f"--gpus: {tp} GPUs and {spec.attention.kv_heads} KV heads cannot be split evenly")
     return chosen
 
 
-def _layerwise_threshold(method: str, spec: ModelSpec) -> int:
-    # Values the KT docs and the seed recipe tested: 400 for Kimi RAWINT4, 1024 for the large MLA FP8 models,
-    # 2048 for BF16/FP8 GQA models (kt-cli-and-flags.md §2.4).
-    if method == "RAWINT4":
-        return 400
-    return 1024 if spec.attention.kind.startswith("mla") else 2048
-
-
-class _Sizing:
-    """The fixed arithmetic of one (host, spec, goals, method) combination, per chosen GPU."""
-
-    def __init__(self, host: HostProfile, spec: ModelSpec, goals: Goals, gpus: tuple[GPU, ...], method: str, layerwise: bool, context: int):
-        self.spec, self.goals, self.gpus, self.method = spec, goals, gpus, method
-        self.tp = len(gpus)
-        self.context = context
-        self.tokens = context * goals.concurrency
-        t_min = min(g.memory_total for g in gpus)
-        chunk, graph_bs = M.sglang_defaults(t_min, self.tp)
-        self.chunk_default = chunk
-        if layerwise and t_min >= 80 * 2**30:
-            chunk = max(chunk, 16384)  # the recipe's tested value on a 96 GB card: long prefills in fewer chunks
-        self.chunk = max(512, min(chunk, self.tokens))
-        self.graph_bs = max(1, min(graph_bs, goals.concurrency))
-        self.layerwise = layerwise
-        self.kv_dtype_bytes = 1 if goals.kv_dtype == "fp8_e4m3" else 2
-        self.cell = spec.kv_cell_bytes(self.tp, self.kv_dtype_bytes)
-        self._room: dict[int, int] = {}
-
-    def fixed(self, g: GPU) -> list[BudgetItem]:
-        reserve, measured, others = M.driver_and_others(g)
-        spec, tp = self.spec, self.tp
-        items = [
-            BudgetItem("driver reserve", reserve, "NVML v2 reserved memory of this GPU" if measured else "measured on an idle H200 (NVML v2, driver 580)", "before", not measured),
-            BudgetItem("other processes", others, "memory other processes already hold on this GPU (NVML)", "before"),
-            BudgetItem("CUDA context", C.CUDA_CONTEXT + C.CUBLAS_WORKSPACE, "torch CUDA context 621 MiB + cuBLAS workspace 66 MiB, measured on an H200", "before", True),
-        ]
-        if tp > 1:
-            items.append(BudgetItem("NCCL buffers", C.NCCL_PER_TP * tp, "NCCL and custom all-reduce: SGLang reserves tp/8 GiB", "before", True))
-        ne = M.non_expert_per_rank(spec, tp)
-        items.append(BudgetItem("non-expert weights", ne, f"attention, dense MLP, shared experts, embeddings, lm_head (÷{tp} TP; norms, router replicated), "
-                                + ("exact from safetensors headers" if spec.exact else "from the preset's tensor inventory"), "weights"))
-        items.append(BudgetItem("KT staging buffer", self.chunk * spec.hidden * 2, f"shared CPU-expert input buffer: {self.chunk} tokens x hidden {spec.hidden} x bf16", "weights"))
-        return items
-
-    def dynamic(self, g: GPU) -> list[BudgetItem]:
-        spec = self.spec
-        items = [
-            BudgetItem("CUDA graphs", C.GRAPH_BASE + self.graph_bs * C.GRAPH_PER_BS, f"capture up to batch {self.graph_bs}: SGLang's 512 MiB + 2 MiB per batch size", "runtime", True),
-            BudgetItem("activations", M.activation_bytes(spec, self.chunk, self.tp, self.goals.concurrency),
-                       f"prefill of a {self.chunk}-token chunk: hidden states, attention and expert intermediates, logits, attention workspace", "runtime", True),
-        ]
-        if self.layerwise:
-            items.append(BudgetItem("layerwise-prefill layer", ceil(spec.layer_routed_bytes / self.tp),
-                                    f"one full MoE layer ({spec.routed_experts} experts, {spec.expert_format.describe()}), allocated lazily on the first long prefill", "runtime"))
-        items.append(BudgetItem("headroom", M.headroom(g.memory_total), "fragmentation and unmodelled allocations: max(1 GiB, 3 % of the GPU)", "runtime", True))
-        return items
-
-    def kv(self) -> list[BudgetItem]:
-        items = [BudgetItem("KV pool", self.tokens * self.cell, f"{self.tokens} tokens ({self.context} x {self.goals.concurrency}) x {self.cell} B per token", "kv")]
-        state = self.spec.per_request_state_bytes(self.tp) * self.goals.concurrency
-        if state:
-            items.append(BudgetItem("per-request state", state, "linear-attention / sliding-window state per running request", "kv", True))
-        return items
-
-    def expert_room(self, g: GPU) -> int:
-        """Bytes left on GPU g for routed experts after everything else (and mem-fraction rounding)."""
-        if g.index not in self._room:
-            used = sum(i.bytes for i in self.fixed(g) + self.dynamic(g) + self.kv())
-            self._room[g.index] = g.memory_total - used - g.memory_total // 1000
-        return self._room[g.index]
-
-    def per_expert_layer(self) -> int:
-        return M.gpu_expert_bytes(self.spec, 1, self.tp)
-
-    def max_experts(self) -> int:
-        room = min(self.expert_room(g) for g in self.gpus)
-        return room // self.per_expert_layer() if room >= 0 else -1
-
-
-def _auto(host, spec, goals, gpus, choice) -> tuple[_Sizing, list[Notice]]:
+def _auto(host, spec, goals, gpus, choice) -> tuple[Sizing, list[Notice]]:
     """Settle layerwise prefill and the context length when the user left them to ktwizard."""
     notes: list[Notice] = []
     layerwise_ok = choice.method in LAYERWISE
@@ -150,27 +83,41 @@ def _auto(host, spec, goals, gpus, choice) -> tuple[_Sizing, list[Notice]]:
     if goals.layerwise_prefill and not layerwise_ok:
         raise BadInput(f"--layerwise-prefill: {choice.method} has no layerwise prefill path (native methods only)")
     context = goals.context or min(spec.max_context or AUTO_CONTEXT_CAP, AUTO_CONTEXT_CAP)
-    sizing = _Sizing(host, spec, goals, gpus, choice.method, want_layerwise, context)
+    sizing = Sizing(host, spec, goals, gpus, choice.method, want_layerwise, context)
     if sizing.max_experts() < 0 and want_layerwise and goals.layerwise_prefill is None:
-        alt = _Sizing(host, spec, goals, gpus, choice.method, False, context)
+        alt = Sizing(host, spec, goals, gpus, choice.method, False, context)
         if alt.max_experts() >= 0:
-            notes.append(Notice("warn", f"Layerwise prefill is off: one full MoE layer ({human(ceil(spec.layer_routed_bytes / len(gpus)))} per GPU) does not fit",
-                                "long prompts prefill on the CPU (slower); add a GPU or shorten the context to turn it on"))
+            notes.append(
+                Notice(
+                    "warn",
+                    "Layerwise prefill is off: one full MoE layer "
+                    f"({human(ceil(spec.layer_routed_bytes / len(gpus)))} per GPU) does not fit",
+                    "long prompts prefill on the CPU (slower); add a GPU or shorten the context to turn it on",
+                )
+            )
             sizing = alt
     if sizing.max_experts() < 0 and goals.context is None:
         # Shrink the context before refusing (peer-memory-estimators §5.2 rule 7) and say so.
         room = min(sizing.expert_room(g) + sum(i.bytes for i in sizing.kv()) for g in gpus)
         tokens = room // sizing.cell // goals.concurrency // 1024 * 1024
         if tokens >= MIN_CONTEXT:
-            sizing = _Sizing(host, spec, goals, gpus, choice.method, sizing.layerwise, tokens)
+            sizing = Sizing(host, spec, goals, gpus, choice.method, sizing.layerwise, tokens)
             while sizing.max_experts() < 0 and sizing.context > MIN_CONTEXT:  # chunk size follows the context
-                sizing = _Sizing(host, spec, goals, gpus, choice.method, sizing.layerwise, sizing.context - 1024)
-            notes.append(Notice("warn", f"Context shortened to {sizing.context} tokens so that {goals.concurrency} request(s) fit in GPU memory",
-                                "add GPU memory, use --kv-dtype fp8_e4m3, or lower --concurrency for longer contexts"))
+                sizing = Sizing(host, spec, goals, gpus, choice.method, sizing.layerwise, sizing.context - 1024)
+            notes.append(
+                Notice(
+                    "warn",
+                    f"Context shortened to {sizing.context} tokens so that {goals.concurrency} request(s) fit in GPU "
+                    "memory",
+                    "add GPU memory, use --kv-dtype fp8_e4m3, or lower --concurrency for longer contexts",
+                )
+            )
     return sizing, notes
 
 
-def _host_budgets(host: HostProfile, spec: ModelSpec, method: str, threads: ThreadPlan, tp: int, chunk: int) -> tuple[HostBudget, ...]:
+def _host_budgets(
+    host: HostProfile, spec: ModelSpec, method: str, threads: ThreadPlan, tp: int, chunk: int
+) -> tuple[HostBudget, ...]:
     per_expert = M.cpu_bytes_per_expert(spec, method)
     all_experts = per_expert * spec.routed_experts * spec.moe_layer_count
     usable = host.memory.usable
@@ -182,23 +129,53 @@ def _host_budgets(host: HostProfile, spec: ModelSpec, method: str, threads: Thre
     for n in nodes:
         cap = min(n.memory_total, share * 2) if trust and n.memory_total else share
         items = [
-            BudgetItem("CPU experts", all_experts // len(nodes), f"all {spec.routed_experts} x {spec.moe_layer_count} routed experts in {method} layout "
-                       f"({per_expert} B each), split over {len(nodes)} thread pool(s); RAM holds every expert whatever --kt-num-gpu-experts", "weights"),
-            BudgetItem("OS share", os_reserve // len(host.numa_nodes), "kernel, page tables and other services: max(4 GiB, 4 %) over the nodes", "before", True),
+            BudgetItem(
+                "CPU experts",
+                all_experts // len(nodes),
+                f"all {spec.routed_experts} x {spec.moe_layer_count} routed experts in {method} layout "
+                f"({per_expert} B each), split over {len(nodes)} thread pool(s); RAM holds every expert whatever "
+                "--kt-num-gpu-experts",
+                "weights",
+            ),
+            BudgetItem(
+                "OS share",
+                os_reserve // len(host.numa_nodes),
+                "kernel, page tables and other services: max(4 GiB, 4 %) over the nodes",
+                "before",
+                True,
+            ),
         ]
         budgets.append(HostBudget(node=n.id, capacity=cap, items=tuple(items)))
     whole = [
         BudgetItem("CPU experts", all_experts, "sum over the NUMA nodes", "weights"),
-        BudgetItem("KT pinned buffers", C.KT_SHM_EXPERTS * 3 * per_expert * tp + chunk * spec.hidden * 2 * tp,
-                   "double-buffered experts in /dev/shm per TP rank (pinned) + pinned staging", "weights"),
-        BudgetItem("server process", C.HOST_PROCESS, "Python, torch, CUDA and NCCL host libraries of the SGLang process", "before", True),
-        BudgetItem("page cache while loading", C.LOAD_PAGE_CACHE, "safetensors shards stream through the page cache at load", "weights", True),
+        BudgetItem(
+            "KT pinned buffers",
+            C.KT_SHM_EXPERTS * 3 * per_expert * tp + chunk * spec.hidden * 2 * tp,
+            "double-buffered experts in /dev/shm per TP rank (pinned) + pinned staging",
+            "weights",
+        ),
+        BudgetItem(
+            "server process",
+            C.HOST_PROCESS,
+            "Python, torch, CUDA and NCCL host libraries of the SGLang process",
+            "before",
+            True,
+        ),
+        BudgetItem(
+            "page cache while loading",
+            C.LOAD_PAGE_CACHE,
+            "safetensors shards stream through the page cache at load",
+            "weights",
+            True,
+        ),
         BudgetItem("OS reserve", os_reserve, "kernel, page tables and other services: max(4 GiB, 4 %)", "before", True),
     ]
     return (HostBudget(node=-1, capacity=usable, items=tuple(whole)), *budgets)
 
 
-def plan(host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | None = None, recipe: Recipe | None = None) -> Plan:
+def plan(
+    host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | None = None, recipe: Recipe | None = None
+) -> Plan:
     _validate(goals, spec)
     gpus = _gpus(host, goals, spec)
     choice: MethodChoice = choose_method(spec, host.cpu.flags, goals.method)
@@ -214,13 +191,21 @@ def plan(host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | 
     mfs = 1.0
     for g in gpus:
         fixed, dyn, kv = sizing.fixed(g), sizing.dynamic(g), sizing.kv()
-        experts = [BudgetItem("GPU experts", M.gpu_expert_bytes(spec, gpu_experts, tp),
-                              f"{gpu_experts} per MoE layer x {spec.moe_layer_count} layers x {spec.expert_bytes_native} B ({spec.expert_format.describe()})"
-                              + (f" ÷ {tp} TP" if tp > 1 else ""), "weights")]
+        experts = [
+            BudgetItem(
+                "GPU experts",
+                M.gpu_expert_bytes(spec, gpu_experts, tp),
+                f"{gpu_experts} per MoE layer x {spec.moe_layer_count} layers x {spec.expert_bytes_native} B "
+                f"({spec.expert_format.describe()})" + (f" ÷ {tp} TP" if tp > 1 else ""),
+                "weights",
+            )
+        ]
         b = GpuBudget(gpu=g.index, name=g.name, total=g.memory_total, items=tuple(fixed + experts + kv + dyn))
         budgets.append(b)
         if not b.fits:
-            overflows.append(f"GPU {g.index} ({g.name}) is over by {human(-b.free)}: {human(b.used)} needed of {human(b.total)}")
+            overflows.append(
+                f"GPU {g.index} ({g.name}) is over by {human(-b.free)}: {human(b.used)} needed of {human(b.total)}"
+            )
         dyn_bytes = sum(i.bytes for i in dyn)
         mfs = min(mfs, int((g.memory_total - dyn_bytes) / g.memory_total * 1000) / 1000)
     threads = plan_threads(host)
@@ -228,27 +213,54 @@ def plan(host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | 
     for hb in host_budgets:
         if not hb.fits:
             where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
-            overflows.append(f"{where} is over by {human(-hb.free)}: {human(hb.used)} needed of {human(hb.capacity)} usable")
+            overflows.append(
+                f"{where} is over by {human(-hb.free)}: {human(hb.used)} needed of {human(hb.capacity)} usable"
+            )
             fits = False
     if not fits and not overflows:
         need = -sizing.expert_room(min(gpus, key=lambda g: sizing.expert_room(g)))
-        overflows.append(f"GPU memory is short by {human(max(need, 0) + (goals.gpu_experts or 0) * sizing.per_expert_layer())} for "
-                         f"{sizing.context} tokens x {goals.concurrency} request(s)"
-                         + (f" with {goals.gpu_experts} GPU experts per layer" if goals.gpu_experts else ""))
+        overflows.append(
+            f"GPU memory is short by {human(max(need, 0) + (goals.gpu_experts or 0) * sizing.per_expert_layer())} for "
+            f"{sizing.context} tokens x {goals.concurrency} request(s)"
+            + (f" with {goals.gpu_experts} GPU experts per layer" if goals.gpu_experts else "")
+        )
     hints = hints or SglangHints()
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
+    check_flags(flags)
     env = build_env(gpus, threads, choice)
     notes += why_notes
     if choice.caveat:
         notes.append(Notice("warn", f"{choice.method} needs converted CPU weights", choice.caveat))
     if not goals.weights:
-        notes.append(Notice("info", "No --weights folder given: the rendered paths are placeholders", "pass --weights DIR (the checkpoint folder) to render runnable commands"))
-    ref = ModelRef(id=spec.id, name=spec.name or spec.id, source=spec.source, exact=spec.exact, architecture=spec.architecture)
+        notes.append(
+            Notice(
+                "info",
+                "No --weights folder given: the rendered paths are placeholders",
+                "pass --weights DIR (the checkpoint folder) to render runnable commands",
+            )
+        )
+    ref = ModelRef(
+        id=spec.id, name=spec.name or spec.id, source=spec.source, exact=spec.exact, architecture=spec.architecture
+    )
     result = Plan(
-        model=ref, host=host.hostname or host.source, goals=goals, method=choice.method, tp=tp, gpus=tuple(g.index for g in gpus),
-        gpu_experts=gpu_experts, max_total_tokens=sizing.tokens, mem_fraction_static=mfs, flags=flags, env=env,
-        gpu_budgets=tuple(budgets), host_budgets=host_budgets, fits=fits and not overflows, overflows=tuple(overflows),
-        notices=tuple(notes), image=goals.image or (recipe.image if recipe else "") or "", model_path=_model_path(goals, spec),
+        model=ref,
+        host=host.hostname or host.source,
+        goals=goals,
+        method=choice.method,
+        tp=tp,
+        gpus=tuple(g.index for g in gpus),
+        gpu_experts=gpu_experts,
+        max_total_tokens=sizing.tokens,
+        mem_fraction_static=mfs,
+        flags=flags,
+        env=env,
+        gpu_budgets=tuple(budgets),
+        host_budgets=host_budgets,
+        fits=fits and not overflows,
+        overflows=tuple(overflows),
+        notices=tuple(notes),
+        image=goals.image or (recipe.image if recipe else "") or "",
+        model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
     )
     from ktwizard.planner.forecast import forecast
@@ -261,7 +273,9 @@ def plan(host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | 
     if not result.fits:
         from ktwizard.planner.fit import suggest
 
-        result = replace(result, suggestions=tuple(suggest(host, spec, goals, hints, recipe)))
+        result = replace(
+            result, suggestions=tuple(suggest(host, spec, goals, lambda g: plan(host, spec, g, hints, recipe)))
+        )
     return result
 
 

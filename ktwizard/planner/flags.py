@@ -2,41 +2,55 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ktwizard.host.profile import GPU
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner.methods import MethodChoice
+from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
-
-if TYPE_CHECKING:
-    from ktwizard.planner.core import _Sizing
 
 
 def _blackwell(gpus: tuple[GPU, ...]) -> bool:
     return any(g.cc_major >= 12 for g in gpus)
 
 
-def build_flags(spec: ModelSpec, goals: Goals, hints: SglangHints, recipe: Recipe | None, choice: MethodChoice, sizing: _Sizing,
-                threads: ThreadPlan, gpu_experts: int, mfs: float, gpus: tuple[GPU, ...]) -> tuple[tuple[Flag, ...], list[Notice]]:
-    from ktwizard.planner.core import _layerwise_threshold
-
+def build_flags(
+    spec: ModelSpec,
+    goals: Goals,
+    hints: SglangHints,
+    recipe: Recipe | None,
+    choice: MethodChoice,
+    sizing: Sizing,
+    threads: ThreadPlan,
+    gpu_experts: int,
+    mfs: float,
+    gpus: tuple[GPU, ...],
+) -> tuple[tuple[Flag, ...], list[Notice]]:
     model_path = goals.weights or f"/models/{spec.id}"
     kt_path = model_path if choice.native else (goals.kt_weights or f"{model_path}-{choice.method}")
     served = goals.served_name or hints.served_model_name or spec.id
     tp = sizing.tp
     f = [
         Flag("--model-path", model_path, "the checkpoint folder"),
-        Flag("--kt-weight-path", kt_path, "CPU expert weights: the checkpoint itself for native methods; KT is enabled only when this is set"
-             if choice.native else f"{choice.method} CPU weights converted ahead of time"),
+        Flag(
+            "--kt-weight-path",
+            kt_path,
+            "CPU expert weights: the checkpoint itself for native methods; KT is enabled only when this is set"
+            if choice.native
+            else f"{choice.method} CPU weights converted ahead of time",
+        ),
         Flag("--served-model-name", served, "the model id clients send (GitHub Copilot keys Kimi fixes on it)"),
         Flag("--host", goals.bind, "listen address; 127.0.0.1 unless you ask otherwise"),
         Flag("--port", goals.port, "HTTP port"),
-        Flag("--mem-fraction-static", mfs, "weights + KV pool share of each GPU, computed bottom-up so activations, CUDA graphs"
-             + (", the lazily allocated layerwise-prefill layer" if sizing.layerwise else "") + " and headroom fit in the rest"),
+        Flag(
+            "--mem-fraction-static",
+            mfs,
+            "weights + KV pool share of each GPU, computed bottom-up so activations, CUDA graphs"
+            + (", the lazily allocated layerwise-prefill layer" if sizing.layerwise else "")
+            + " and headroom fit in the rest",
+        ),
     ]
     if hints.trust_remote_code:
         f.append(Flag("--trust-remote-code", True, "the checkpoint ships its own model / tokenizer code"))
@@ -44,42 +58,107 @@ def build_flags(spec: ModelSpec, goals: Goals, hints: SglangHints, recipe: Recip
         Flag("--sleep-on-idle", True, "stop busy-polling when idle: kt-kernel shares these cores"),
         Flag("--enable-metrics", True, "Prometheus /metrics for ktwizard monitor"),
         Flag("--kt-cpuinfer", threads.cpuinfer, threads.why),
-        Flag("--kt-threadpool-count", threads.pools, f"one pool per NUMA node holding usable CPUs (nodes {', '.join(map(str, threads.nodes))}); "
-             "the argparse default 2 fails on one-node machines"),
+        Flag(
+            "--kt-threadpool-count",
+            threads.pools,
+            f"one pool per NUMA node holding usable CPUs (nodes {', '.join(map(str, threads.nodes))}); "
+            "the argparse default 2 fails on one-node machines",
+        ),
     ]
     if threads.nodes != tuple(range(threads.pools)):
-        f.append(Flag("--kt-numa-nodes", tuple(str(n) for n in threads.nodes), "pools bound to the nodes this process may use"))
+        f.append(
+            Flag(
+                "--kt-numa-nodes", tuple(str(n) for n in threads.nodes), "pools bound to the nodes this process may use"
+            )
+        )
     f += [
         Flag("--context-length", sizing.context, "longest request, in tokens"),
         Flag("--max-running-requests", goals.concurrency, "concurrent requests the KV pool is sized for"),
         Flag("--prefill-max-requests", goals.concurrency, "let every running request prefill in one batch"),
-        Flag("--max-total-tokens", sizing.tokens, "KV pool = context x concurrency exactly, so the pool is deterministic and what it leaves stays free"),
-        Flag("--kt-num-gpu-experts", gpu_experts, f"the most routed experts per MoE layer that fit after everything else ({spec.routed_experts} max)"
-             if goals.gpu_experts is None else "requested"),
+        Flag(
+            "--max-total-tokens",
+            sizing.tokens,
+            "KV pool = context x concurrency exactly, so the pool is deterministic and what it leaves stays free",
+        ),
+        Flag(
+            "--kt-num-gpu-experts",
+            gpu_experts,
+            f"the most routed experts per MoE layer that fit after everything else ({spec.routed_experts} max)"
+            if goals.gpu_experts is None
+            else "requested",
+        ),
         Flag("--kt-method", choice.method, choice.why),
     ]
     if sizing.layerwise:
-        th = _layerwise_threshold(choice.method, spec)
-        f.append(Flag("--kt-gpu-prefill-token-threshold", th, f"prefills above {th} tokens run a whole layer on the GPU (KT docs / recipe value); "
-                      "the full-layer buffer is budgeted in the region SGLang leaves free"))
+        th = layerwise_threshold(choice.method, spec)
+        f.append(
+            Flag(
+                "--kt-gpu-prefill-token-threshold",
+                th,
+                f"prefills above {th} tokens run a whole layer on the GPU (KT docs / recipe value); "
+                "the full-layer buffer is budgeted in the region SGLang leaves free",
+            )
+        )
         if choice.method != "MXFP4":
-            f.append(Flag("--kt-enable-dynamic-expert-update", True, "re-pick each layer's GPU experts from long prefills' routing; "
-                          "helps most at low GPU-expert ratios (KT experts-scheduling benchmark)"))
+            f.append(
+                Flag(
+                    "--kt-enable-dynamic-expert-update",
+                    True,
+                    "re-pick each layer's GPU experts from long prefills' routing; "
+                    "helps most at low GPU-expert ratios (KT experts-scheduling benchmark)",
+                )
+            )
     f += [
-        Flag("--kt-max-deferred-experts-per-token", 1, "overlap one deferred expert per token with the next step (KT README: 1-4 recommended; more costs accuracy)"),
-        Flag("--kt-expert-placement-strategy", "uniform", "equal GPU experts per layer (the real default; the help text says frequency, which needs a statistics file)"),
+        Flag(
+            "--kt-max-deferred-experts-per-token",
+            1,
+            "overlap one deferred expert per token with the next step (KT README: 1-4 recommended; more costs "
+            "accuracy)",
+        ),
+        Flag(
+            "--kt-expert-placement-strategy",
+            "uniform",
+            "equal GPU experts per layer (the real default; the help text says frequency, which needs a statistics "
+            "file)",
+        ),
         Flag("--enable-mixed-chunk", True, "mix prefill chunks with decode so running requests keep decoding"),
         Flag("--tensor-parallel-size", tp, f"{tp} GPU(s): attention heads split {spec.attention.heads // tp} per rank"),
-        Flag("--disable-shared-experts-fusion", True, "KT forces it when --kt-weight-path is set; explicit for clarity"),
-        Flag("--chunked-prefill-size", sizing.chunk, f"SGLang's default for this GPU size is {sizing.chunk_default}"
-             + ("; raised to the recipe-tested 16384 for layerwise prefill on a large card" if sizing.chunk > sizing.chunk_default else "")
-             + ("; capped at the KV pool" if sizing.chunk < min(sizing.chunk_default, 16384) else "")),
-        Flag("--cuda-graph-max-bs", sizing.graph_bs, "no larger decode batch can run: capturing bigger graphs only costs memory"),
+        Flag(
+            "--disable-shared-experts-fusion", True, "KT forces it when --kt-weight-path is set; explicit for clarity"
+        ),
+        Flag(
+            "--chunked-prefill-size",
+            sizing.chunk,
+            f"SGLang's default for this GPU size is {sizing.chunk_default}"
+            + (
+                "; raised to the recipe-tested 16384 for layerwise prefill on a large card"
+                if sizing.chunk > sizing.chunk_default
+                else ""
+            )
+            + ("; capped at the KV pool" if sizing.chunk < min(sizing.chunk_default, 16384) else ""),
+        ),
+        Flag(
+            "--cuda-graph-max-bs",
+            sizing.graph_bs,
+            "no larger decode batch can run: capturing bigger graphs only costs memory",
+        ),
     ]
     if hints.attention_backend:
-        f.append(Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family"))
-    if _blackwell(gpus) and (spec.expert_format.kind.startswith("fp8") or spec.other_format.kind.startswith("fp8") or spec.attention.kind.startswith("mla")):
-        f.append(Flag("--fp8-gemm-backend", "triton", "DeepGEMM's JIT is unstable on SM120 with the pinned stack; the recipe uses Triton"))
+        f.append(
+            Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family")
+        )
+    if _blackwell(gpus) and (
+        spec.expert_format.kind.startswith("fp8")
+        or spec.other_format.kind.startswith("fp8")
+        or spec.attention.kind.startswith("mla")
+    ):
+        f.append(
+            Flag(
+                "--fp8-gemm-backend",
+                "triton",
+                "DeepGEMM's JIT is unstable on SM120 with the pinned stack; the recipe uses Triton",
+            )
+        )
     elif _blackwell(gpus):
         f.append(Flag("--fp8-gemm-backend", "triton", "SM120 (Blackwell workstation): the recipe-tested FP8 GEMM path"))
     if goals.kv_dtype == "fp8_e4m3":
@@ -91,23 +170,33 @@ def build_flags(spec: ModelSpec, goals: Goals, hints: SglangHints, recipe: Recip
     if goals.chat_template:
         f.append(Flag("--chat-template", goals.chat_template, "the chat template you gave"))
     if tp > 1:
-        f.append(Flag("--enable-p2p-check", True, "multi-GPU: check peer-to-peer access instead of assuming it (KT docs)"))
+        f.append(
+            Flag("--enable-p2p-check", True, "multi-GPU: check peer-to-peer access instead of assuming it (KT docs)")
+        )
     if sizing.layerwise:
         f.append(Flag("--watchdog-timeout", 3000, "long layerwise prefills can exceed the default watchdog (KT docs)"))
     f.append(Flag("--sampling-defaults", "model", "use the checkpoint's generation_config sampling defaults"))
-    f.append(Flag("--uvicorn-access-log-exclude-prefixes", ("/metrics", "/health"), "keep ktwizard monitor's 1 Hz polling out of the log"))
+    f.append(
+        Flag(
+            "--uvicorn-access-log-exclude-prefixes",
+            ("/metrics", "/health"),
+            "keep ktwizard monitor's 1 Hz polling out of the log",
+        )
+    )
     return tuple(f), _recipe_notes(recipe, f, sizing)
 
 
-def _recipe_notes(recipe: Recipe | None, flags: list[Flag], sizing: _Sizing) -> list[Notice]:
+def _recipe_notes(recipe: Recipe | None, flags: list[Flag], sizing: Sizing) -> list[Notice]:
     """Where ktwizard's choice differs from the tested recipe for this model, say so and why."""
     if recipe is None:
         return []
     notes = []
     mine = {fl.name: fl for fl in flags}
     why = {
-        "--kt-num-gpu-experts": "ktwizard fills the GPU memory left after the budget; the recipe notes the expert count changed performance little",
-        "--mem-fraction-static": "ktwizard computes it bottom-up from the budget; the recipe's --max-total-tokens cap left the layerwise buffer room anyway",
+        "--kt-num-gpu-experts": "ktwizard fills the GPU memory left after the budget; the recipe notes the expert "
+        "count changed performance little",
+        "--mem-fraction-static": "ktwizard computes it bottom-up from the budget; the recipe's --max-total-tokens "
+        "cap left the layerwise buffer room anyway",
         "--kt-cpuinfer": "ktwizard keeps a quarter of the physical cores (2-8) for OpenMP and system threads",
         "--chunked-prefill-size": "ktwizard follows SGLang's table for this GPU size",
         "--context-length": "the context was set by your goals",
@@ -116,20 +205,38 @@ def _recipe_notes(recipe: Recipe | None, flags: list[Flag], sizing: _Sizing) -> 
     for name, value in recipe.flags.items():
         flag = "--" + name.replace("_", "-")
         have = mine.get(flag)
-        if have is None or value is True or have.value == value or flag in ("--port", "--served-model-name", "--chat-template"):
+        if (
+            have is None
+            or value is True
+            or have.value == value
+            or flag in ("--port", "--served-model-name", "--chat-template")
+        ):
             continue
-        notes.append(Notice("info", f"Recipe '{recipe.id}' uses {flag} {value}; this plan uses {have.value}",
-                            why.get(flag, have.why)))
+        notes.append(
+            Notice(
+                "info",
+                f"Recipe '{recipe.id}' uses {flag} {value}; this plan uses {have.value}",
+                why.get(flag, have.why),
+            )
+        )
     return notes
 
 
 def build_env(gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice) -> tuple[EnvVar, ...]:
     env = [
         EnvVar("HF_HUB_OFFLINE", "1", "never reach the Hub at start-up: the weights are local"),
-        EnvVar("OMP_NUM_THREADS", str(threads.reserve), "the GPU process's OpenMP threads use the cores kt-kernel leaves free"),
+        EnvVar(
+            "OMP_NUM_THREADS",
+            str(threads.reserve),
+            "the GPU process's OpenMP threads use the cores kt-kernel leaves free",
+        ),
         EnvVar("SAFETENSORS_FAST_GPU", "1", "load safetensors straight to the GPU"),
         EnvVar("PYTORCH_ALLOC_CONF", "expandable_segments:True", "less fragmentation, so the headroom holds"),
     ]
     if _blackwell(gpus):
-        env.append(EnvVar("SGLANG_ENABLE_JIT_DEEPGEMM", "0", "DeepGEMM's JIT is unstable on SM120 with the pinned stack (recipe)"))
+        env.append(
+            EnvVar(
+                "SGLANG_ENABLE_JIT_DEEPGEMM", "0", "DeepGEMM's JIT is unstable on SM120 with the pinned stack (recipe)"
+            )
+        )
     return tuple(env)

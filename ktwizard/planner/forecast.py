@@ -11,8 +11,18 @@ from ktwizard.planner import memory as M
 
 # Peak memory bandwidth, bytes/s, from the vendors' data sheets.
 GPU_BANDWIDTH = (
-    ("H200", 4.8e12), ("H100", 3.35e12), ("H20", 4.0e12), ("B200", 8.0e12), ("A100", 2.0e12), ("RTX PRO 6000", 1.79e12),
-    ("5090", 1.79e12), ("4090", 1.008e12), ("3090", 0.936e12), ("RTX 6000 Ada", 0.96e12), ("L40", 0.864e12), ("L20", 0.864e12),
+    ("H200", 4.8e12),
+    ("H100", 3.35e12),
+    ("H20", 4.0e12),
+    ("B200", 8.0e12),
+    ("A100", 2.0e12),
+    ("RTX PRO 6000", 1.79e12),
+    ("5090", 1.79e12),
+    ("4090", 1.008e12),
+    ("3090", 0.936e12),
+    ("RTX 6000 Ada", 0.96e12),
+    ("L40", 0.864e12),
+    ("L20", 0.864e12),
     ("A6000", 0.768e12),
 )
 # Host memory: channels x MT/s x 8 bytes, per socket, for the platforms KT users run.
@@ -58,15 +68,25 @@ class Forecast:
     assumptions: tuple[str, ...]
 
 
-def forecast(host: HostProfile, spec: ModelSpec, method: str, gpu_experts: int, tp: int, gpu_name: str, context: int = 0,
-             concurrency: int = 1) -> Forecast:
+def forecast(
+    host: HostProfile,
+    spec: ModelSpec,
+    method: str,
+    gpu_experts: int,
+    tp: int,
+    gpu_name: str,
+    context: int = 0,
+    concurrency: int = 1,
+) -> Forecast:
     E, k, L = spec.routed_experts, spec.experts_per_token, spec.moe_layer_count
     on_cpu = 1 - gpu_experts / E
     # distinct experts a decode step touches per layer for `concurrency` tokens
     touched = E * (1 - (1 - k / E) ** concurrency)
     cpu_bytes = int(touched * on_cpu * L * M.cpu_bytes_per_expert(spec, method))
     gpu_experts_read = int(touched * (1 - on_cpu) * L * spec.expert_bytes_native / tp)
-    dense = M.non_expert_per_rank(spec, tp) - spec.bytes_by_group.get("embeddings", 0) // tp  # the embedding is a lookup
+    dense = (
+        M.non_expert_per_rank(spec, tp) - spec.bytes_by_group.get("embeddings", 0) // tp
+    )  # the embedding is a lookup
     kv = concurrency * context * spec.kv_cell_bytes(tp)
     gpu_bytes = dense + gpu_experts_read + kv
     cbw, cwhy = cpu_bandwidth(host)
@@ -74,12 +94,19 @@ def forecast(host: HostProfile, spec: ModelSpec, method: str, gpu_experts: int, 
     step = cpu_bytes / cbw + gpu_bytes / gbw
     bound = concurrency / step
     return Forecast(
-        bound_tok_s=bound, estimate_tok_s=bound * DECODE_EFFICIENCY, cpu_bytes_per_token=cpu_bytes, gpu_bytes_per_token=gpu_bytes,
-        cpu_bandwidth=cbw, gpu_bandwidth=gbw,
+        bound_tok_s=bound,
+        estimate_tok_s=bound * DECODE_EFFICIENCY,
+        cpu_bytes_per_token=cpu_bytes,
+        gpu_bytes_per_token=gpu_bytes,
+        cpu_bandwidth=cbw,
+        gpu_bandwidth=gbw,
         assumptions=(
-            f"decode is bound by memory reads: the CPU-resident active experts ({cpu_bytes / 1e9:.2f} GB per step at {cbw / 1e9:.0f} GB/s, {cwhy}) "
-            f"then the GPU part ({gpu_bytes / 1e9:.2f} GB per step at {gbw / 1e12:.2f} TB/s, {gwhy}), one after the other",
-            f"{concurrency} stream(s) touch {touched:.1f} distinct experts per layer; {gpu_experts} of {E} per layer are on the GPU",
+            f"decode is bound by memory reads: the CPU-resident active experts ({cpu_bytes / 1e9:.2f} GB per step at "
+            f"{cbw / 1e9:.0f} GB/s, {cwhy}) "
+            f"then the GPU part ({gpu_bytes / 1e9:.2f} GB per step at {gbw / 1e12:.2f} TB/s, {gwhy}), one after the "
+            "other",
+            f"{concurrency} stream(s) touch {touched:.1f} distinct experts per layer; {gpu_experts} of {E} per layer "
+            "are on the GPU",
             f"efficiency {DECODE_EFFICIENCY} fitted to the seed recipe's published decode table",
         ),
     )

@@ -78,21 +78,50 @@ def _spread(moe_layers: tuple[int, ...], k: int) -> tuple[int, ...]:
 def _fixed(g: GPU, spec: ModelSpec, first: bool, last: bool, tokens: int) -> list[BudgetItem]:
     reserve, measured, others = M.driver_and_others(g)
     items = [
-        BudgetItem("driver reserve", reserve, "NVML reserved memory" if measured else "measured on an idle H200", "before", not measured),
+        BudgetItem(
+            "driver reserve",
+            reserve,
+            "NVML reserved memory" if measured else "measured on an idle H200",
+            "before",
+            not measured,
+        ),
         BudgetItem("other processes", others, "memory other processes hold (NVML)", "before"),
-        BudgetItem("CUDA context", C.CUDA_CONTEXT + C.CUBLAS_WORKSPACE, "torch context + cuBLAS workspace, measured on an H200", "before", True),
-        BudgetItem("activations", M.activation_bytes(spec, min(LEGACY_CHUNK, tokens), 1, 1), f"prefill of a {min(LEGACY_CHUNK, tokens)}-token chunk", "runtime", True),
+        BudgetItem(
+            "CUDA context",
+            C.CUDA_CONTEXT + C.CUBLAS_WORKSPACE,
+            "torch context + cuBLAS workspace, measured on an H200",
+            "before",
+            True,
+        ),
+        BudgetItem(
+            "activations",
+            M.activation_bytes(spec, min(LEGACY_CHUNK, tokens), 1, 1),
+            f"prefill of a {min(LEGACY_CHUNK, tokens)}-token chunk",
+            "runtime",
+            True,
+        ),
         BudgetItem("headroom", M.headroom(g.memory_total), "max(1 GiB, 3 %) for fragmentation", "runtime", True),
     ]
     g_bytes = spec.bytes_by_group
     if first:
-        items.append(BudgetItem("embeddings", g_bytes.get("embeddings", 0), "embed_tokens lives on the first GPU", "weights"))
+        items.append(
+            BudgetItem("embeddings", g_bytes.get("embeddings", 0), "embed_tokens lives on the first GPU", "weights")
+        )
     if last:
-        items.append(BudgetItem("final norm + lm_head", g_bytes.get("lm_head", 0) + spec.hidden * 2, "model.norm and lm_head live on the last GPU", "weights"))
+        items.append(
+            BudgetItem(
+                "final norm + lm_head",
+                g_bytes.get("lm_head", 0) + spec.hidden * 2,
+                "model.norm and lm_head live on the last GPU",
+                "weights",
+            )
+        )
     return items
 
 
-def place_layers(host: HostProfile, spec: ModelSpec, gpu_ids: tuple[int, ...] | None, context: int, concurrency: int) -> LayerPlacement:
+def place_layers(
+    host: HostProfile, spec: ModelSpec, gpu_ids: tuple[int, ...] | None, context: int, concurrency: int
+) -> LayerPlacement:
     by_index = {g.index: g for g in host.gpus.devices}
     gpus = [by_index[i] for i in gpu_ids] if gpu_ids else list(host.visible_gpus)
     if not gpus:
@@ -104,7 +133,7 @@ def place_layers(host: HostProfile, spec: ModelSpec, gpu_ids: tuple[int, ...] | 
     fixed = [_fixed(g, spec, i == 0, i == len(gpus) - 1, tokens) for i, g in enumerate(gpus)]
     caps = [g.memory_total - sum(x.bytes for x in f) for g, f in zip(gpus, fixed, strict=True)]
     moe = spec.moe_layers
-    chosen: tuple[int, ...] | None = None
+    chosen: tuple[int, ...] = moe
     parts = None
     for k in range(len(moe) + 1):
         offload = _spread(moe, k)
@@ -115,7 +144,6 @@ def place_layers(host: HostProfile, spec: ModelSpec, gpu_ids: tuple[int, ...] | 
             break
     fits = parts is not None
     if not fits:
-        chosen = moe
         costs = lean
         parts = _partition(costs, [10**18] * len(gpus))  # show where it would go
     else:
@@ -137,32 +165,69 @@ def place_layers(host: HostProfile, spec: ModelSpec, gpu_ids: tuple[int, ...] | 
         cpu_here = tuple(i for i in layers if i in chosen)
         ranges.append(LayerRange(g.index, first, last, cpu_here))
         items = list(f) + [
-            BudgetItem("layer weights (non-expert)", sum(spec.per_layer[i].non_expert for i in layers), f"attention, norms, router, shared/dense MLP of layers {first}-{last}", "weights"),
-            BudgetItem("GPU experts (BF16)", sum(routed_bf16 for i in layers if i in moe and i not in chosen), "routed experts dequantized to BF16 by KExpertsTorch", "weights"),
-            BudgetItem("KV cache", kv_layer * len(layers), f"{tokens} tokens x {kv_layer // max(1, tokens)} B per layer", "kv"),
+            BudgetItem(
+                "layer weights (non-expert)",
+                sum(spec.per_layer[i].non_expert for i in layers),
+                f"attention, norms, router, shared/dense MLP of layers {first}-{last}",
+                "weights",
+            ),
+            BudgetItem(
+                "GPU experts (BF16)",
+                sum(routed_bf16 for i in layers if i in moe and i not in chosen),
+                "routed experts dequantized to BF16 by KExpertsTorch",
+                "weights",
+            ),
+            BudgetItem(
+                "KV cache", kv_layer * len(layers), f"{tokens} tokens x {kv_layer // max(1, tokens)} B per layer", "kv"
+            ),
         ]
         budgets.append(GpuBudget(gpu=g.index, name=g.name, total=g.memory_total, items=tuple(items)))
     layer_moe = moe[0]
     explanation = [
         f"One MoE layer with its {spec.routed_experts} experts on GPU: {human(full[layer_moe])} "
-        f"({human(routed_bf16)} experts in BF16 + {human(spec.per_layer[layer_moe].non_expert)} attention/shared/router/norms + {human(kv_layer)} KV).",
+        f"({human(routed_bf16)} experts in BF16 + {human(spec.per_layer[layer_moe].non_expert)} "
+        f"attention/shared/router/norms + {human(kv_layer)} KV).",
         f"The same layer with its experts on the CPU: {human(lean[layer_moe])}.",
-        f"Per GPU the fixed part is {human(sum(x.bytes for x in fixed[min(1, len(fixed) - 1)]))} (driver, CUDA context, activations, headroom), "
+        f"Per GPU the fixed part is {human(sum(x.bytes for x in fixed[min(1, len(fixed) - 1)]))} (driver, CUDA "
+        "context, activations, headroom), "
         f"plus the embeddings on the first and norm + lm_head on the last.",
     ]
     cap = caps[min(1, len(caps) - 1)]
     eight = 8 * full[layer_moe]
-    explanation.append(f"8 full layers need {human(eight)} against {human(cap)} usable on a {human(gpus[min(1, len(gpus) - 1)].memory_total)} card: "
-                       + ("they fit." if eight <= cap else f"they do not fit (short by {human(eight - cap)}); "
-                          f"at most {cap // full[layer_moe]} full layers fit per card."))
+    explanation.append(
+        f"8 full layers need {human(eight)} against {human(cap)} usable on a "
+        f"{human(gpus[min(1, len(gpus) - 1)].memory_total)} card: "
+        + (
+            "they fit."
+            if eight <= cap
+            else f"they do not fit (short by {human(eight - cap)}); "
+            f"at most {cap // full[layer_moe]} full layers fit per card."
+        )
+    )
     if fits:
-        explanation.append(f"Placement: {len(chosen)} layer(s) keep their experts on the CPU ({', '.join(map(str, chosen)) or 'none'}); "
-                           + "; ".join(f"GPU {r.gpu}: layers {r.first}-{r.last}" for r in ranges))
-    overflows = () if fits else (f"even with every layer's experts on the CPU the layers need {human(sum(lean))} but the GPUs offer {human(sum(max(0, c) for c in caps))}"
-                                 if sum(lean) > sum(caps) else "a GPU cannot hold even one layer's non-expert weights with its fixed costs",)
+        explanation.append(
+            f"Placement: {len(chosen)} layer(s) keep their experts on the CPU "
+            f"({', '.join(map(str, chosen)) or 'none'}); "
+            + "; ".join(f"GPU {r.gpu}: layers {r.first}-{r.last}" for r in ranges)
+        )
+    overflows = (
+        ()
+        if fits
+        else (
+            f"even with every layer's experts on the CPU the layers need {human(sum(lean))} but the GPUs offer "
+            f"{human(sum(max(0, c) for c in caps))}"
+            if sum(lean) > sum(caps)
+            else "a GPU cannot hold even one layer's non-expert weights with its fixed costs",
+        )
+    )
     return LayerPlacement(
-        ranges=tuple(ranges), cpu_expert_layers=chosen, budgets=tuple(budgets), fits=fits,
-        layer_full_bytes=full[layer_moe], layer_lean_bytes=lean[layer_moe], explanation=tuple(explanation), overflows=overflows,
+        ranges=tuple(ranges),
+        cpu_expert_layers=chosen,
+        budgets=tuple(budgets),
+        fits=fits,
+        layer_full_bytes=full[layer_moe],
+        layer_lean_bytes=lean[layer_moe],
+        explanation=tuple(explanation),
+        overflows=overflows,
         moe_layers=moe,
     )
-

@@ -30,7 +30,10 @@ def driver_and_others(gpu: GPU) -> tuple[int, bool, int]:
 
 
 def non_expert_per_rank(spec: ModelSpec, tp: int) -> int:
-    """Attention, dense MLP, shared experts, embeddings and lm_head split over TP; norms, router and vision replicated."""
+    """Attention, dense MLP, shared experts, embeddings and lm_head split over TP.
+
+    Norms, router and vision are replicated.
+    """
     g = spec.bytes_by_group
     replicated = g.get("norms", 0) + g.get("router", 0) + g.get("vision", 0)
     return replicated + ceil((spec.non_expert_bytes - replicated) / tp)
@@ -44,10 +47,19 @@ def gpu_expert_bytes(spec: ModelSpec, per_layer: int, tp: int) -> int:
 def activation_bytes(spec: ModelSpec, chunk: int, tp: int, concurrency: int) -> int:
     a = spec.attention
     if a.kind.startswith("mla"):
-        attn = a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim) + a.heads * (a.qk_nope_head_dim + a.v_head_dim) + a.heads * a.v_head_dim
+        attn = (
+            a.heads * (a.qk_nope_head_dim + a.qk_rope_head_dim)
+            + a.heads * (a.qk_nope_head_dim + a.v_head_dim)
+            + a.heads * a.v_head_dim
+        )
     else:
         attn = (2 * a.heads + 2 * a.kv_heads) * a.head_dim
-    per_token = 2 * (C.ACT_HIDDEN_COPIES * spec.hidden + attn // tp + 2 * spec.experts_per_token * spec.moe_intermediate + spec.routed_experts)
+    per_token = 2 * (
+        C.ACT_HIDDEN_COPIES * spec.hidden
+        + attn // tp
+        + 2 * spec.experts_per_token * spec.moe_intermediate
+        + spec.routed_experts
+    )
     logits = concurrency * spec.vocab * 4 * 2  # fp32 logits and probabilities of the last token per request
     return chunk * per_token + logits + C.FLASHINFER_WORKSPACE
 

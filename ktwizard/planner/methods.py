@@ -1,4 +1,7 @@
-"""Which kt-kernel method can serve this checkpoint on this CPU, and what it needs (reference §5.2 of kt-cli-and-flags)."""
+"""Which kt-kernel method can serve this checkpoint on this CPU, and what it needs.
+
+Reference: §5.2 of kt-cli-and-flags.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,14 @@ from ktwizard.errors import BadInput
 from ktwizard.host.isa import kt_variant
 from ktwizard.models.spec import ModelSpec
 
-NATIVE = {"int4_group": "RAWINT4", "fp8_block": "FP8", "fp8_channel": "FP8_PERCHANNEL", "bf16": "BF16", "mxfp4": "MXFP4", "mxfp8": "MXFP8"}
+NATIVE = {
+    "int4_group": "RAWINT4",
+    "fp8_block": "FP8",
+    "fp8_channel": "FP8_PERCHANNEL",
+    "bf16": "BF16",
+    "mxfp4": "MXFP4",
+    "mxfp8": "MXFP8",
+}
 CONVERTED = ("AMXINT4", "AMXINT8")
 LAYERWISE = ("RAWINT4", "FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8")  # write_weight_scale_to_buffer exists
 AVX512_BF16_UP = ("amx", "avx512_bf16")
@@ -31,7 +41,11 @@ def runnable(method: str, variant: str | None) -> tuple[bool, str]:
     if method == "FP8_PERCHANNEL":
         return (variant in AVX512_BF16_UP, "FP8_PERCHANNEL needs AVX-512 with BF16 and VBMI (no AVX2 kernel exists)")
     if method == "BF16" and variant.startswith("avx512") and variant != "avx512_bf16":
-        return False, "BF16 on AVX-512 without avx512_bf16 risks SIGILL (kt-kernel's runtime guard was reverted); use AMXINT8 on AMX or an AVX2 build"
+        return (
+            False,
+            "BF16 on AVX-512 without avx512_bf16 risks SIGILL (kt-kernel's runtime guard was reverted); use AMXINT8 "
+            "on AMX or an AVX2 build",
+        )
     if method == "MXFP4" and variant.startswith("avx512") and variant != "avx512_bf16":
         return False, "MXFP4 on AVX-512 needs avx512_bf16"
     if method in NATIVE.values():
@@ -48,19 +62,37 @@ def choose_method(spec: ModelSpec, flags: tuple[str, ...], requested: str | None
         if not ok:
             raise BadInput(f"--method {method}: this CPU ({variant or 'no AVX2'}) cannot run it: {reason}")
         if method not in CONVERTED and method != native:
-            raise BadInput(f"--method {method} reads {method} experts, but the checkpoint stores {spec.expert_format.describe()}; use {native} or a converted method (AMXINT4/AMXINT8)")
+            raise BadInput(
+                f"--method {method} reads {method} experts, but the checkpoint stores "
+                f"{spec.expert_format.describe()}; use {native} or a converted method (AMXINT4/AMXINT8)"
+            )
         if method in CONVERTED:
-            return MethodChoice(method, False, f"requested; {method} reads CPU weights converted ahead of time",
-                                "convert first: python kt-kernel/scripts/convert_cpu_weights.py --input-path MODEL --output-path OUT "
-                                f"--quant-method {method[3:].lower()} --threadpool-count POOLS, then pass --kt-weights OUT")
+            return MethodChoice(
+                method,
+                False,
+                f"requested; {method} reads CPU weights converted ahead of time",
+                "convert first: python kt-kernel/scripts/convert_cpu_weights.py --input-path MODEL --output-path OUT "
+                f"--quant-method {method[3:].lower()} --threadpool-count POOLS, then pass --kt-weights OUT",
+            )
         return MethodChoice(method, True, "requested; reads the checkpoint's own routed experts")
     if native is None:
         raise BadInput(f"no kt-kernel method reads {spec.expert_format.describe()} experts directly")
     ok, reason = runnable(native, variant)
     if ok:
-        return MethodChoice(native, True, f"the checkpoint stores routed experts as {spec.expert_format.describe()}; {native} reads them "
-                            f"as they are (no conversion) on kt-kernel's {variant} build, and supports layerwise prefill")
+        return MethodChoice(
+            native,
+            True,
+            f"the checkpoint stores routed experts as {spec.expert_format.describe()}; {native} reads them "
+            f"as they are (no conversion) on kt-kernel's {variant} build, and supports layerwise prefill",
+        )
     if variant == "amx":
-        return MethodChoice("AMXINT8", False, f"{native} cannot run here ({reason}); AMXINT8 is the accurate AMX method",
-                            "convert first: python kt-kernel/scripts/convert_cpu_weights.py --input-path MODEL --output-path OUT --quant-method int8")
-    raise BadInput(f"no kt-kernel method can serve {spec.expert_format.describe()} experts on this CPU ({variant}): {reason}")
+        return MethodChoice(
+            "AMXINT8",
+            False,
+            f"{native} cannot run here ({reason}); AMXINT8 is the accurate AMX method",
+            "convert first: python kt-kernel/scripts/convert_cpu_weights.py --input-path MODEL --output-path OUT "
+            "--quant-method int8",
+        )
+    raise BadInput(
+        f"no kt-kernel method can serve {spec.expert_format.describe()} experts on this CPU ({variant}): {reason}"
+    )

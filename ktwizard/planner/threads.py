@@ -26,7 +26,10 @@ def plan_threads(host: HostProfile) -> ThreadPlan:
     cpuinfer = max(1, physical - reserve)
     usable = set(cpu.usable_cpus)
     nodes = tuple(n.id for n in host.numa_nodes if usable.intersection(n.cpus)) or (0,)
-    why = (f"{physical} physical cores usable (SMT siblings and CPUs outside the affinity/cpuset not counted"
-           + (f", quota {cpu.cpu_quota:g} cores" if cpu.cpu_quota is not None else "") + f"), minus {reserve} kept for "
-           "OpenMP/tokenizer/OS threads")
+    why = (
+        f"{physical} physical cores usable (SMT siblings and CPUs outside the affinity/cpuset not counted"
+        + (f", quota {cpu.cpu_quota:g} cores" if cpu.cpu_quota is not None else "")
+        + f"), minus {reserve} kept for "
+        "OpenMP/tokenizer/OS threads"
+    )
     return ThreadPlan(cpuinfer=cpuinfer, pools=len(nodes), nodes=nodes, reserve=reserve, physical=physical, why=why)

@@ -26,7 +26,10 @@ def argv(plan: Plan, overrides: dict[str, str] | None = None) -> list[str]:
 
 
 def container_paths(plan: Plan) -> dict[str, str]:
-    """Host path -> path inside the container for every path flag (weights under /models, templates under /opt/templates)."""
+    """Host path -> path inside the container for every path flag.
+
+    Weights go under /models, chat templates under /opt/templates.
+    """
     mapping: dict[str, str] = {}
     for f in plan.flags:
         if f.name in PATH_FLAGS and isinstance(f.value, str) and f.value not in mapping:
@@ -36,7 +39,10 @@ def container_paths(plan: Plan) -> dict[str, str]:
 
 
 def container_argv(plan: Plan, port: int | None = None) -> list[str]:
-    """argv inside a container: paths mapped, listening on all of the container's interfaces (the host publishes 127.0.0.1)."""
+    """argv inside a container: paths mapped, listening on all of the container's interfaces.
+
+    (The host publishes the port on 127.0.0.1 unless asked otherwise.)
+    """
     paths = container_paths(plan)
     overrides = {f.name: paths[f.value] for f in plan.flags if f.name in PATH_FLAGS and f.value in paths}
     overrides["--host"] = "0.0.0.0"
@@ -45,13 +51,16 @@ def container_argv(plan: Plan, port: int | None = None) -> list[str]:
     return argv(plan, overrides)
 
 
+def flag_groups(items: list[str]) -> list[list[str]]:
+    """argv split into one group per flag (the flag and its values), for one-flag-per-line renderings."""
+    groups: list[list[str]] = []
+    for item in items:
+        if item.startswith("--") or not groups:
+            groups.append([item])
+        else:
+            groups[-1].append(item)
+    return groups
+
+
 def args_text(plan: Plan) -> str:
-    items = argv(plan)
-    lines, i = [], 0
-    while i < len(items):
-        j = i + 1
-        while j < len(items) and not items[j].startswith("--"):
-            j += 1
-        lines.append(" ".join(items[i:j]))
-        i = j
-    return "\n".join(lines) + "\n"
+    return "".join(" ".join(group) + "\n" for group in flag_groups(argv(plan)))

@@ -17,27 +17,33 @@ def _base(plan: Plan, host: str | None) -> str:
 
 
 def copilot_entry(plan: Plan, host: str | None = None) -> tuple[dict, list[str]]:
-    context = int(plan.flag("--context-length") or 0)
+    value = plan.flag("--context-length")
+    context = int(value) if isinstance(value, int | str) else 0
     out_tokens = min(32768, context // 5)
     model = plan.served_name
     notes = []
     if plan.model.id.startswith("kimi") and not any(k in model for k in COPILOT_KIMI_KEYS):
-        notes.append(f"served model id '{model}' lacks kimi-k2.6 / kimi-k2.7-code: Copilot's Kimi fixes will not apply; serve it under such an id")
+        notes.append(
+            f"served model id '{model}' lacks kimi-k2.6 / kimi-k2.7-code: Copilot's Kimi fixes will not apply; serve "
+            "it under such an id"
+        )
     entry = {
         "name": "Local",
         "vendor": "customendpoint",
         "apiType": "chat-completions",  # /v1/messages was unreliable with SGLang + Kimi + Copilot (recipe)
-        "models": [{
-            "id": model,
-            "name": plan.model.name,
-            "url": f"{_base(plan, host)}/v1/chat/completions",
-            "toolCalling": plan.flag("--tool-call-parser") is not None,
-            "vision": plan.model.id.startswith(("kimi-k2.5", "kimi-k2.6", "kimi-k2.7")),
-            "thinking": plan.flag("--reasoning-parser") is not None,
-            "streaming": True,
-            "maxInputTokens": context - out_tokens,
-            "maxOutputTokens": out_tokens,
-        }],
+        "models": [
+            {
+                "id": model,
+                "name": plan.model.name,
+                "url": f"{_base(plan, host)}/v1/chat/completions",
+                "toolCalling": plan.flag("--tool-call-parser") is not None,
+                "vision": plan.model.id.startswith(("kimi-k2.5", "kimi-k2.6", "kimi-k2.7")),
+                "thinking": plan.flag("--reasoning-parser") is not None,
+                "streaming": True,
+                "maxInputTokens": context - out_tokens,
+                "maxOutputTokens": out_tokens,
+            }
+        ],
     }
     return entry, notes
 
@@ -45,13 +51,16 @@ def copilot_entry(plan: Plan, host: str | None = None) -> tuple[dict, list[str]]
 def clients_text(plan: Plan, host: str | None = None) -> str:
     base = _base(plan, host)
     model = plan.served_name
-    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "Say hello in one word."}], "max_tokens": 16})
+    body = json.dumps(
+        {"model": model, "messages": [{"role": "user", "content": "Say hello in one word."}], "max_tokens": 16}
+    )
     entry, notes = copilot_entry(plan, host)
     out = [
         f"OpenAI-compatible base URL: {base}/v1   (model id: {model}; no API key is checked, use any string)",
         "",
         "Smoke test:",
-        f"  curl -s {shlex.quote(base + '/v1/chat/completions')} -H 'Content-Type: application/json' -d {shlex.quote(body)}",
+        f"  curl -s {shlex.quote(base + '/v1/chat/completions')} -H 'Content-Type: application/json' -d "
+        f"{shlex.quote(body)}",
         "",
         "GitHub Copilot BYOK (VS Code: Chat > Manage Models > custom endpoint), chat-completions API:",
         json.dumps(entry, indent=2),
@@ -59,7 +68,8 @@ def clients_text(plan: Plan, host: str | None = None) -> str:
         "",
         "Python (openai SDK):",
         f"  from openai import OpenAI; c = OpenAI(base_url={base + '/v1'!r}, api_key='none')",
-        f"  print(c.chat.completions.create(model={model!r}, messages=[{{'role': 'user', 'content': 'hi'}}]).choices[0].message.content)",
+        f"  print(c.chat.completions.create(model={model!r}, "
+        f"messages=[{{'role': 'user', 'content': 'hi'}}]).choices[0].message.content)",
         "",
         "Continue (config.yaml):",
         f"  models: [{{name: {model}, provider: openai, model: {model}, apiBase: {base}/v1, apiKey: none}}]",
@@ -69,5 +79,8 @@ def clients_text(plan: Plan, host: str | None = None) -> str:
         f"LiteLLM:     model: openai/{model}, api_base: {base}/v1",
     ]
     if plan.goals.bind == "127.0.0.1":
-        out.append("\nThe server listens on 127.0.0.1 only; for other machines, launch with --bind 0.0.0.0 behind a firewall or an SSH tunnel.")
+        out.append(
+            "\nThe server listens on 127.0.0.1 only; for other machines, launch with --bind 0.0.0.0 behind a "
+            "firewall or an SSH tunnel."
+        )
     return "\n".join(out) + "\n"

@@ -6,7 +6,7 @@ import shlex
 from dataclasses import dataclass
 
 from ktwizard.planner.types import Plan
-from ktwizard.render.args import container_argv, container_paths
+from ktwizard.render.args import container_argv, container_paths, flag_groups
 
 LABEL = "io.ktwizard"
 DEFAULT_IMAGE = "sglang-kt:local"
@@ -28,8 +28,15 @@ class ContainerSpec:
     shm_size: str | None = None
 
 
-def container_spec(plan: Plan, name: str | None = None, image: str | None = None, gpus: tuple[int, ...] | None | str = "plan",
-                   bind: str | None = None, port: int | None = None, python: str = "python3") -> ContainerSpec:
+def container_spec(
+    plan: Plan,
+    name: str | None = None,
+    image: str | None = None,
+    gpus: tuple[int, ...] | None | str = "plan",
+    bind: str | None = None,
+    port: int | None = None,
+    python: str = "python3",
+) -> ContainerSpec:
     port = port or plan.goals.port
     mounts = tuple((host, inside) for host, inside in container_paths(plan).items())
     return ContainerSpec(
@@ -41,7 +48,12 @@ def container_spec(plan: Plan, name: str | None = None, image: str | None = None
         port=port,
         bind=bind or plan.goals.bind,
         gpus=plan.gpus if gpus == "plan" else gpus,  # type: ignore[arg-type]
-        labels={f"{LABEL}.managed": "true", f"{LABEL}.plan": plan.digest, f"{LABEL}.model": plan.model.id, f"{LABEL}.port": str(port)},
+        labels={
+            f"{LABEL}.managed": "true",
+            f"{LABEL}.plan": plan.digest,
+            f"{LABEL}.model": plan.model.id,
+            f"{LABEL}.port": str(port),
+        },
     )
 
 
@@ -56,15 +68,8 @@ def docker_text(plan: Plan) -> str:
     parts += [f"-p {q(f'{c.bind}:{c.port}:{c.port}')}"]
     parts += [f"--label {q(f'{k}={v}')}" for k, v in c.labels.items()]
     parts.append(q(c.image))
-    cmd = list(c.command)
-    parts.append(" ".join(q(x) for x in cmd[:3]))
-    i = 3
-    while i < len(cmd):
-        j = i + 1
-        while j < len(cmd) and not cmd[j].startswith("--"):
-            j += 1
-        parts.append(" ".join(q(x) for x in cmd[i:j]))
-        i = j
+    parts.append(" ".join(q(x) for x in c.command[:3]))
+    parts += [" ".join(q(x) for x in group) for group in flag_groups(list(c.command[3:]))]
     return " \\\n  ".join(parts) + "\n"
 
 
@@ -86,6 +91,11 @@ def compose_text(plan: Plan) -> str:
         "restart": "no",
     }
     if c.gpus is not None:
-        service["deploy"] = {"resources": {"reservations": {"devices": [
-            {"driver": "nvidia", "device_ids": [str(g) for g in c.gpus], "capabilities": ["gpu"]}]}}}
+        service["deploy"] = {
+            "resources": {
+                "reservations": {
+                    "devices": [{"driver": "nvidia", "device_ids": [str(g) for g in c.gpus], "capabilities": ["gpu"]}]
+                }
+            }
+        }
     return dump_yaml({"services": {"sglang": service}})

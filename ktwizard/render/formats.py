@@ -1,34 +1,45 @@
-"""--format NAME -> text, one entry per output format."""
+"""The one registry of output formats: the CLI's `--format` choices and the wizard's Launch tabs both read it.
+
+Adding a format is its module plus one line here; each renderer is imported only when it is used.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
 
 from ktwizard.planner.types import Plan
 
 
+@dataclass(frozen=True)
+class Format:
+    name: str
+    target: str  # "module:function" taking (plan) or (plan, explain)
+    suffix: str  # file extension when saved
+    tab: bool = True  # shown as a Launch tab
+    takes_explain: bool = False
+
+    def render(self, plan: Plan, explain: bool = False) -> str:
+        module, func = self.target.split(":")
+        fn = getattr(import_module(module), func)
+        return fn(plan, explain) if self.takes_explain else fn(plan)
+
+
+REGISTRY: tuple[Format, ...] = (
+    Format("table", "ktwizard.render.table:table_text", ".txt", tab=False, takes_explain=True),
+    Format("json", "ktwizard.serial:dump_json", ".json", tab=False),
+    Format("yaml", "ktwizard.serial:dump_yaml", ".yaml", tab=False),
+    Format("args", "ktwizard.render.args:args_text", ".args"),
+    Format("shell", "ktwizard.render.shell:shell_text", ".sh"),
+    Format("docker", "ktwizard.render.docker:docker_text", ".sh"),
+    Format("compose", "ktwizard.render.docker:compose_text", ".yaml"),
+    Format("kt-rules", "ktwizard.render.kt_rules:kt_rules_text", ".yaml", tab=False),
+    Format("clients", "ktwizard.render.clients:clients_text", ".md"),
+)
+BY_NAME = {f.name: f for f in REGISTRY}
+FORMATS = tuple(BY_NAME)
+TABS = tuple(f for f in REGISTRY if f.tab)
+
+
 def render(plan: Plan, fmt: str, explain: bool = False) -> str:
-    from ktwizard.render import args, docker, shell, table
-    from ktwizard.serial import dump_json, dump_yaml
-
-    formats: dict[str, Callable[[Plan], str]] = {
-        "table": lambda p: table.table_text(p, explain),
-        "json": dump_json,
-        "yaml": dump_yaml,
-        "args": args.args_text,
-        "shell": shell.shell_text,
-        "docker": docker.docker_text,
-        "compose": docker.compose_text,
-    }
-    if fmt == "clients":
-        from ktwizard.render.clients import clients_text
-
-        return clients_text(plan)
-    if fmt == "kt-rules":
-        from ktwizard.render.kt_rules import kt_rules_text
-
-        return kt_rules_text(plan)
-    return formats[fmt](plan)
-
-
-FORMATS = ("table", "json", "yaml", "args", "shell", "docker", "compose", "kt-rules", "clients")
+    return BY_NAME[fmt].render(plan, explain)

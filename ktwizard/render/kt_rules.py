@@ -30,11 +30,13 @@ def layer_regex(layers: list[int] | range) -> str:
     nums = sorted(set(layers))
     if not nums:
         raise ValueError("no layers")
-    alts, start = [], nums[0]
-    for prev, cur in zip(nums, nums[1:] + [None], strict=True):
-        if cur != (prev + 1 if prev is not None else None):
+    alts: list[str] = []
+    start = nums[0]
+    for prev, cur in zip(nums, [*nums[1:], None], strict=True):
+        if cur != prev + 1:
             alts += _tens(start, prev)
-            start = cur
+            if cur is not None:
+                start = cur
     return "(" + "|".join(alts) + ")"
 
 
@@ -45,57 +47,143 @@ def _dev(gpu: int) -> str:
 def kt_rules_data(plan: Plan) -> list[dict]:
     lp = plan.layers
     if lp is None:
-        raise BadInput("kt-rules: the injection-rule schema ktwizard writes is DeepSeek-V2's (the seed issue's); this model has no layer-wise placement")
+        raise BadInput(
+            "kt-rules: the injection-rule schema ktwizard writes is DeepSeek-V2's (the seed issue's); this model has "
+            "no layer-wise placement"
+        )
     if not lp.fits:
         raise BadInput("kt-rules: the layer-wise placement does not fit: " + "; ".join(lp.overflows))
     moe = set(lp.moe_layers)
-    rules: list[dict] = [{"match": {"name": r"^model\.embed_tokens"},
-                          "replace": {"class": "default", "kwargs": {"generate_device": _dev(lp.ranges[0].gpu), "prefill_device": _dev(lp.ranges[0].gpu)}}}]
+    rules: list[dict] = [
+        {
+            "match": {"name": r"^model\.embed_tokens"},
+            "replace": {
+                "class": "default",
+                "kwargs": {"generate_device": _dev(lp.ranges[0].gpu), "prefill_device": _dev(lp.ranges[0].gpu)},
+            },
+        }
+    ]
     ranges = [r for r in lp.ranges if r.last >= r.first]
     for r in ranges:
         d = _dev(r.gpu)
-        rules.append({"match": {"name": rf"^model\.layers\.{layer_regex(r.layers)}\.", "class": f"{MODELING}.DeepseekV2YarnRotaryEmbedding"},
-                      "replace": {"class": "ktransformers.operators.RoPE.YarnRotaryEmbedding", "kwargs": {"generate_device": d, "prefill_device": d}}})
+        rules.append(
+            {
+                "match": {
+                    "name": rf"^model\.layers\.{layer_regex(r.layers)}\.",
+                    "class": f"{MODELING}.DeepseekV2YarnRotaryEmbedding",
+                },
+                "replace": {
+                    "class": "ktransformers.operators.RoPE.YarnRotaryEmbedding",
+                    "kwargs": {"generate_device": d, "prefill_device": d},
+                },
+            }
+        )
     for r in ranges:
         d = _dev(r.gpu)
-        rules.append({"match": {"name": rf"^model\.layers\.{layer_regex(r.layers)}\.(?!self_attn\.kv_b_proj).*$", "class": "torch.nn.Linear"},
-                      "replace": {"class": "ktransformers.operators.linear.KTransformersLinear",
-                                  "kwargs": {"generate_device": d, "prefill_device": d, "generate_op": "KLinearMarlin", "prefill_op": "KLinearTorch"}}})
+        rules.append(
+            {
+                "match": {
+                    "name": rf"^model\.layers\.{layer_regex(r.layers)}\.(?!self_attn\.kv_b_proj).*$",
+                    "class": "torch.nn.Linear",
+                },
+                "replace": {
+                    "class": "ktransformers.operators.linear.KTransformersLinear",
+                    "kwargs": {
+                        "generate_device": d,
+                        "prefill_device": d,
+                        "generate_op": "KLinearMarlin",
+                        "prefill_op": "KLinearTorch",
+                    },
+                },
+            }
+        )
     for r in ranges:
         moe_here = [i for i in r.layers if i in moe]
         if moe_here:
             d = _dev(r.gpu)
-            rules.append({"match": {"name": rf"^model\.layers\.{layer_regex(moe_here)}\.mlp$", "class": f"{MODELING}.DeepseekV2MoE"},
-                          "replace": {"class": "ktransformers.operators.experts.KDeepseekV2MoE", "kwargs": {"generate_device": d, "prefill_device": d}}})
+            rules.append(
+                {
+                    "match": {
+                        "name": rf"^model\.layers\.{layer_regex(moe_here)}\.mlp$",
+                        "class": f"{MODELING}.DeepseekV2MoE",
+                    },
+                    "replace": {
+                        "class": "ktransformers.operators.experts.KDeepseekV2MoE",
+                        "kwargs": {"generate_device": d, "prefill_device": d},
+                    },
+                }
+            )
     for r in ranges:
         d = _dev(r.gpu)
         on_gpu = [i for i in r.layers if i in moe and i not in r.cpu_expert_layers]
         if on_gpu:
-            rules.append({"match": {"name": rf"^model\.layers\.{layer_regex(on_gpu)}\.mlp\.experts$"},
-                          "replace": {"class": "ktransformers.operators.experts.KTransformersExperts",
-                                      "kwargs": {"prefill_device": d, "prefill_op": "KExpertsTorch", "generate_device": d,
-                                                 "generate_op": "KExpertsTorch", "out_device": d}},
-                          "recursive": False})
+            rules.append(
+                {
+                    "match": {"name": rf"^model\.layers\.{layer_regex(on_gpu)}\.mlp\.experts$"},
+                    "replace": {
+                        "class": "ktransformers.operators.experts.KTransformersExperts",
+                        "kwargs": {
+                            "prefill_device": d,
+                            "prefill_op": "KExpertsTorch",
+                            "generate_device": d,
+                            "generate_op": "KExpertsTorch",
+                            "out_device": d,
+                        },
+                    },
+                    "recursive": False,
+                }
+            )
         if r.cpu_expert_layers:
-            rules.append({"match": {"name": rf"^model\.layers\.{layer_regex(list(r.cpu_expert_layers))}\.mlp\.experts$"},
-                          "replace": {"class": "ktransformers.operators.experts.KTransformersExperts",
-                                      "kwargs": {"prefill_device": d, "prefill_op": "KExpertsTorch", "generate_device": "cpu",
-                                                 "generate_op": "KExpertsCPU", "out_device": d}},
-                          "recursive": False})
+            rules.append(
+                {
+                    "match": {"name": rf"^model\.layers\.{layer_regex(list(r.cpu_expert_layers))}\.mlp\.experts$"},
+                    "replace": {
+                        "class": "ktransformers.operators.experts.KTransformersExperts",
+                        "kwargs": {
+                            "prefill_device": d,
+                            "prefill_op": "KExpertsTorch",
+                            "generate_device": "cpu",
+                            "generate_op": "KExpertsCPU",
+                            "out_device": d,
+                        },
+                    },
+                    "recursive": False,
+                }
+            )
     for r in ranges:
         d = _dev(r.gpu)
-        rules.append({"match": {"name": rf"^model\.layers\.{layer_regex(r.layers)}\.self_attn$"},
-                      "replace": {"class": "ktransformers.operators.attention.KDeepseekV2Attention", "kwargs": {"generate_device": d, "prefill_device": d}}})
-    rules.append({"match": {"name": "^model$"},
-                  "replace": {"class": "ktransformers.operators.models.KDeepseekV2Model",
-                              "kwargs": {"per_layer_prefill_intput_threshold": 0,  # (sic) the operator's own spelling; 0 = off
-                                         "transfer_map": {r.first: _dev(r.gpu) for r in ranges[1:]}}}})
+        rules.append(
+            {
+                "match": {"name": rf"^model\.layers\.{layer_regex(r.layers)}\.self_attn$"},
+                "replace": {
+                    "class": "ktransformers.operators.attention.KDeepseekV2Attention",
+                    "kwargs": {"generate_device": d, "prefill_device": d},
+                },
+            }
+        )
+    rules.append(
+        {
+            "match": {"name": "^model$"},
+            "replace": {
+                "class": "ktransformers.operators.models.KDeepseekV2Model",
+                "kwargs": {
+                    "per_layer_prefill_intput_threshold": 0,  # (sic) the operator's own spelling; 0 = off
+                    "transfer_map": {r.first: _dev(r.gpu) for r in ranges[1:]},
+                },
+            },
+        }
+    )
     for i, r in enumerate(ranges):
         d = _dev(r.gpu)
         name = rf"(^model\.layers\.{layer_regex(r.layers)}\.)"
         if i == len(ranges) - 1:
             name += r"|(^model\.norm)|(^lm_head)"
-        rules.append({"match": {"name": name}, "replace": {"class": "default", "kwargs": {"generate_device": d, "prefill_device": d}}})
+        rules.append(
+            {
+                "match": {"name": name},
+                "replace": {"class": "default", "kwargs": {"generate_device": d, "prefill_device": d}},
+            }
+        )
     return rules
 
 

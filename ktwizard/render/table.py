@@ -23,7 +23,10 @@ def _items(items: tuple[BudgetItem, ...], total: int) -> list[str]:
 
 def verdict(plan: Plan) -> str:
     if plan.fits:
-        return f"FITS: {plan.model.name} on {plan.host} with {plan.method}, TP {plan.tp}, {plan.gpu_experts} GPU experts per layer"
+        return (
+            f"FITS: {plan.model.name} on {plan.host} with {plan.method}, TP {plan.tp}, "
+            f"{plan.gpu_experts} GPU experts per layer"
+        )
     return f"DOES NOT FIT: {plan.model.name} on {plan.host}"
 
 
@@ -31,28 +34,45 @@ def table_text(plan: Plan, explain: bool = False) -> str:
     out = [verdict(plan)]
     out += [f"  ! {o}" for o in plan.overflows]
     g = plan.goals
-    out.append(f"goals: context {plan.flag('--context-length')}, {g.concurrency} concurrent request(s), GPUs {','.join(map(str, plan.gpus))}; "
-               f"KV pool {plan.max_total_tokens} tokens; mem-fraction-static {plan.mem_fraction_static}")
+    out.append(
+        f"goals: context {plan.flag('--context-length')}, {g.concurrency} concurrent request(s), GPUs "
+        f"{','.join(map(str, plan.gpus))}; "
+        f"KV pool {plan.max_total_tokens} tokens; mem-fraction-static {plan.mem_fraction_static}"
+    )
     for b in plan.gpu_budgets:
-        out.append(f"\nGPU {b.gpu} {b.name}: {human(b.used)} of {human(b.total)} ({human(b.free)} {'free' if b.free >= 0 else 'OVER'})")
+        out.append(
+            f"\nGPU {b.gpu} {b.name}: {human(b.used)} of {human(b.total)} ({human(b.free)} "
+            f"{'free' if b.free >= 0 else 'OVER'})"
+        )
         out += _items(b.items, b.total)
     for h in plan.host_budgets:
         where = "Host RAM" if h.node < 0 else f"NUMA node {h.node}"
-        out.append(f"\n{where}: {human(h.used)} of {human(h.capacity)} ({human(h.free)} {'free' if h.free >= 0 else 'OVER'})")
+        out.append(
+            f"\n{where}: {human(h.used)} of {human(h.capacity)} ({human(h.free)} {'free' if h.free >= 0 else 'OVER'})"
+        )
         out += _items(h.items, h.capacity)
     if plan.forecast is not None:
         f = plan.forecast
-        out.append(f"\nDecode forecast (1 stream, short context): about {f.estimate_tok_s:.1f} tok/s; bandwidth bound {f.bound_tok_s:.1f} tok/s")
+        out.append(
+            f"\nDecode forecast (1 stream, short context): about {f.estimate_tok_s:.1f} tok/s; bandwidth bound "
+            f"{f.bound_tok_s:.1f} tok/s"
+        )
         out += [f"  {a}" for a in f.assumptions]
     if plan.layers is not None:
         lp = plan.layers
-        out.append("\nKTransformers layer-wise placement (--format kt-rules) — " + ("fits" if lp.fits else "does not fit"))
+        out.append(
+            "\nKTransformers layer-wise placement (--format kt-rules) — " + ("fits" if lp.fits else "does not fit")
+        )
         out += [f"  {line}" for line in lp.explanation + lp.overflows]
         for r, b in zip(lp.ranges, lp.budgets, strict=True):
             cpu = f", experts of {len(r.cpu_expert_layers)} on CPU" if r.cpu_expert_layers else ""
             out.append(f"  GPU {r.gpu}: layers {r.first}-{r.last}{cpu}: {human(b.used)} of {human(b.total)}")
-        out.append("  Which to use: the SGLang-KT plan above for serving (OpenAI API, continuous batching, CPU experts at their\n"
-                   "  native precision); the layer-wise rules for legacy KTransformers runs that want most experts on the GPUs.")
+        out.append(
+            "  Which to use: the SGLang-KT plan above for serving (OpenAI API, continuous batching, CPU experts at "
+            "their\n"
+            "  native precision); the layer-wise rules for legacy KTransformers runs that want most experts on the "
+            "GPUs."
+        )
     if plan.suggestions:
         out.append("\nChanges that fit, smallest first:")
         out += [f"  {s.change:28} {s.effect}" for s in plan.suggestions]

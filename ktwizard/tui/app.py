@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import Any, cast
 
 from textual.app import App
 from textual.binding import Binding
@@ -16,9 +18,15 @@ class StepCommands(Provider):
     """The command palette reaches every step and action."""
 
     async def search(self, query: str) -> Hits:
-        app = self.app
-        actions = [("Go to host", app.goto_host), ("Go to model", partial(app.goto, "model")), ("Go to plan", partial(app.goto, "plan")),
-                   ("Go to launch", partial(app.goto, "launch")), ("Save deployment profile", app.save_profile), ("Re-probe this machine", app.reprobe)]
+        app = cast("WizardApp", self.app)
+        actions: list[tuple[str, Callable[[], Any]]] = [
+            ("Go to host", app.goto_host),
+            ("Go to model", partial(app.goto, "model")),
+            ("Go to plan", partial(app.goto, "plan")),
+            ("Go to launch", partial(app.goto, "launch")),
+            ("Save deployment profile", app.save_profile),
+            ("Re-probe this machine", app.reprobe),
+        ]
         matcher = self.matcher(query)
         for name, fn in actions:
             score = matcher.match(name)
@@ -30,7 +38,11 @@ class WizardApp(App):
     CSS_PATH = ["wizard.tcss", "monitor.tcss"]
     TITLE = "ktwizard"
     COMMANDS = App.COMMANDS | {StepCommands}
-    BINDINGS = [Binding("question_mark", "help", "keys"), Binding("ctrl+s", "save_profile", "save profile"), Binding("q", "quit", "quit")]
+    BINDINGS = [
+        Binding("question_mark", "help", "keys"),
+        Binding("ctrl+s", "save_profile", "save profile"),
+        Binding("q", "quit", "quit"),
+    ]
 
     def __init__(self, host: HostProfile | None = None, host_ref: str | None = None, gpus: bool = True) -> None:
         super().__init__()
@@ -42,7 +54,7 @@ class WizardApp(App):
 
         self.push_screen(HostScreen())
 
-    def action_back(self) -> None:
+    async def action_back(self) -> None:
         if len(self.screen_stack) > 2:
             self.pop_screen()
 
@@ -60,7 +72,11 @@ class WizardApp(App):
         from ktwizard.tui import screens
 
         order = {"model": screens.ModelScreen, "plan": screens.PlanScreen, "launch": screens.LaunchScreen}
-        need = {"model": self.state.host, "plan": self.state.preset or self.state.model_dir, "launch": self.state.plan and self.state.plan.fits}
+        need = {
+            "model": self.state.host,
+            "plan": self.state.preset or self.state.model_dir,
+            "launch": self.state.plan and self.state.plan.fits,
+        }
         if need[step]:
             self.push_screen(order[step]())
         else:
@@ -68,7 +84,7 @@ class WizardApp(App):
 
     def reprobe(self) -> None:
         self.goto_host()
-        self.screen.action_reprobe()
+        cast(Any, self.screen).action_reprobe()
 
     def action_save_profile(self) -> None:
         self.save_profile()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Protocol
+from typing import Protocol, cast
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -43,8 +43,15 @@ class MonitorScreen(Screen):
         Binding("l", "toggle_log", "full log"),
     ]
 
-    def __init__(self, url: str | None = None, container: str | None = None, interval: float = 1.0, gpus: bool = True,
-                 source: SampleSource | None = None, predicted: dict[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        container: str | None = None,
+        interval: float = 1.0,
+        gpus: bool = True,
+        source: SampleSource | None = None,
+        predicted: dict[int, int] | None = None,
+    ) -> None:
         super().__init__(name="monitor")
         self.url, self.container, self.interval, self.want_gpus = url, container, interval, gpus
         self.source = source
@@ -121,11 +128,11 @@ class MonitorScreen(Screen):
         threading.Thread(target=self._follow_log, daemon=True).start()
 
     def _follow_log(self) -> None:
-        from ktwizard.deploy.docker_proc import connect, find_managed
+        from ktwizard.deploy.engine import connect, find_managed
         from ktwizard.errors import KtwizardError
 
         try:
-            container = find_managed(connect(), self.container)
+            container = find_managed(connect(), self.container or "")
         except KtwizardError as exc:
             self.app.call_from_thread(self.query_one(LogPane).add, f"no log: {exc.message}")
             return
@@ -187,4 +194,4 @@ class MonitorApp(App):
         return getattr(self.screen, "busy", False)
 
     def poll(self) -> None:
-        self.screen.poll()
+        cast(MonitorScreen, self.screen).poll()

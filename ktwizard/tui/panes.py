@@ -33,11 +33,13 @@ def bar(frac: float, width: int = 30, mark: float | None = None) -> Text:
     t = Text("█" * cells, style=style) + Text("·" * (width - cells), style="grey39")
     if mark is not None and 0 <= mark <= 1:
         i = min(width - 1, round(mark * width))
-        t = t[:i] + Text("|", style="bold cyan") + t[i + 1:]
+        t = t[:i] + Text("|", style="bold cyan") + t[i + 1 :]
     return t
 
 
-def spark(values: list[float], width: int, top: float | None = None, height: int = 2, style: str = "cyan") -> list[Text]:
+def spark(
+    values: list[float], width: int, top: float | None = None, height: int = 2, style: str = "cyan"
+) -> list[Text]:
     """History as block characters, newest on the right, each cell the max of its bucket, scaled 0..top.
 
     Textual's Sparkline blends a colour per cell on every redraw (milliseconds on a small CPU); one style per
@@ -46,11 +48,18 @@ def spark(values: list[float], width: int, top: float | None = None, height: int
     n = len(values)
     if not n or width <= 0:
         return [Text(" " * max(width, 0)) for _ in range(height)]
-    cols = [max(values[i * n // width:max(i * n // width + 1, (i + 1) * n // width)]) for i in range(width)] if n > width else list(values)
+    cols = (
+        [max(values[i * n // width : max(i * n // width + 1, (i + 1) * n // width)]) for i in range(width)]
+        if n > width
+        else list(values)
+    )
     top = top or max(cols) or 1.0
     levels = [round(min(1.0, max(0.0, v / top)) * 8 * height) for v in cols]
     pad = " " * (width - len(cols))
-    return [Text(pad + "".join(BLOCKS[min(8, max(0, lv - 8 * r))] for lv in levels), style=style) for r in reversed(range(height))]
+    return [
+        Text(pad + "".join(BLOCKS[min(8, max(0, lv - 8 * r))] for lv in levels), style=style)
+        for r in reversed(range(height))
+    ]
 
 
 def fmt(v: float | None, unit: str = "", digits: int = 1) -> str:
@@ -107,7 +116,9 @@ class History:
 
     def draw(self, label: str, width: int, top: float | None = None) -> list[Text]:
         n = len(self.v)
-        stale = self.drawn[1] != width or (n != self.drawn[0] and (n < 2 * SPARK_EVERY or n - self.drawn[0] >= SPARK_EVERY))
+        stale = self.drawn[1] != width or (
+            n != self.drawn[0] and (n < 2 * SPARK_EVERY or n - self.drawn[0] >= SPARK_EVERY)
+        )
         if stale:
             self.rows = [Text(f"{label}, last {span(self.t)}", style="grey62"), *spark(list(self.v), width, top)]
             self.drawn = (n, width)
@@ -131,8 +142,15 @@ class GpuPane(Pane):
         for g in s.gpus:
             pred = self.predicted.get(g.index)
             frac = g.used / g.total if g.total else 0
-            rows.append(gauge(f"GPU{g.index} ", frac, f" {human(g.used)} of {human(g.total)}", width,
-                              mark=pred / g.total if pred and g.total else None))
+            rows.append(
+                gauge(
+                    f"GPU{g.index} ",
+                    frac,
+                    f" {human(g.used)} of {human(g.total)}",
+                    width,
+                    mark=pred / g.total if pred and g.total else None,
+                )
+            )
             detail = Text(f"     util {fmt(g.util_pct, '%', 0)}  {fmt(g.power_w, 'W', 0)}  {fmt(g.temp_c, '°C', 0)}")
             if pred:
                 detail += Text(f"  plan {human(pred)}", style="cyan")
@@ -155,20 +173,35 @@ class HostPane(Pane):
             return []
         h = s.host
         used = h.total - h.available
-        rows = [gauge("RAM   ", used / h.total if h.total else 0, f" {human(used)} of {human(h.total)}", width),
-                Text(f"      page cache {human(h.page_cache)}")]
+        rows = [
+            gauge("RAM   ", used / h.total if h.total else 0, f" {human(used)} of {human(h.total)}", width),
+            Text(f"      page cache {human(h.page_cache)}"),
+        ]
         if h.swap_total:
-            rows.append(gauge("swap  ", (h.swap_total - h.swap_free) / h.swap_total,
-                              f" {human(h.swap_total - h.swap_free)}" + ("  SWAPPING" if h.swapping else ""), width))
+            rows.append(
+                gauge(
+                    "swap  ",
+                    (h.swap_total - h.swap_free) / h.swap_total,
+                    f" {human(h.swap_total - h.swap_free)}" + ("  SWAPPING" if h.swapping else ""),
+                    width,
+                )
+            )
         for n in h.nodes:
             frac = (n.total - n.free) / n.total if n.total and n.free is not None else 0
             rows.append(gauge(f"node{n.id} ", frac, f" cpu {fmt(n.cpu_pct, '%', 0)}", width))
         if s.container:
             c = s.container
-            rows.append(Text(f"container {c.name}: ") + Text(c.state, style="green" if c.state == "running" else "bold red")
-                        + Text("  OOM-KILLED" if c.oom_killed else "", style="bold red"))
-            rows.append(Text(f"      mem {human(c.mem_used) if c.mem_used is not None else '—'}  cpu {fmt(c.cpu_pct, '%', 0)}"
-                             f"  restarts {c.restarts}"))
+            rows.append(
+                Text(f"container {c.name}: ")
+                + Text(c.state, style="green" if c.state == "running" else "bold red")
+                + Text("  OOM-KILLED" if c.oom_killed else "", style="bold red")
+            )
+            rows.append(
+                Text(
+                    f"      mem {human(c.mem_used) if c.mem_used is not None else '—'}  cpu {fmt(c.cpu_pct, '%', 0)}"
+                    f"  restarts {c.restarts}"
+                )
+            )
         return rows
 
 
@@ -194,7 +227,10 @@ class ThroughputPane(Pane):
             gauge("KV      ", v.kv_usage or 0, f" {fmt((v.kv_usage or 0) * 100, '%')}", width),
             Text(f"        of {fmt(v.kv_capacity, ' tokens', 0)}"),
             Text(f"TTFT p50 {fmt(v.ttft_p50, ' s', 2)}  p95 {fmt(v.ttft_p95, ' s', 2)}"),
-            Text(f"ITL  p50 {fmt(v.itl_p50 and v.itl_p50 * 1000, ' ms', 0)}  p95 {fmt(v.itl_p95 and v.itl_p95 * 1000, ' ms', 0)}"),
+            Text(
+                f"ITL  p50 {fmt(v.itl_p50 and v.itl_p50 * 1000, ' ms', 0)}  p95 "
+                f"{fmt(v.itl_p95 and v.itl_p95 * 1000, ' ms', 0)}"
+            ),
             *self.decode.draw("decode tok/s", width),
         ]
 

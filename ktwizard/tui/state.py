@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ktwizard.host.profile import HostProfile
 from ktwizard.planner.types import Goals, Plan
@@ -35,7 +36,10 @@ class WizardState:
     _model_key: tuple | None = field(default=None, repr=False)
 
     def model(self):
-        """The resolved model (spec, parsers, recipe); inspecting a checkpoint reads every header, so once per choice."""
+        """The resolved model (spec, parsers, recipe).
+
+        Inspecting a checkpoint reads every header, so it happens once per choice.
+        """
         from ktwizard.inputs import resolve_model
 
         key = (self.preset, self.model_dir)
@@ -58,3 +62,10 @@ def save_profile(state: WizardState, name: str) -> Path:
 
 def load_profile(name: str) -> Profile:
     return from_data(Profile, read_structured(profiles_dir() / f"{name}.json"))
+
+
+class WizardHost(Protocol):
+    """What the wizard's screens need from their app (the app is WizardApp; screens never import it)."""
+
+    state: WizardState
+    gpus: bool

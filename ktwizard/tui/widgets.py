@@ -17,19 +17,50 @@ def host_cards(host: HostProfile) -> list[tuple[str, Text]]:
     c, m = host.cpu, host.memory
     gpus = Text()
     for g in host.gpus.devices:
-        gpus += Text(f"{g.index}: {g.name}  {human(g.memory_total)}  CC {g.compute_capability or '?'}" + ("" if g.visible else "  (hidden)") + "\n")
+        gpus += Text(
+            f"{g.index}: {g.name}  {human(g.memory_total)}  CC {g.compute_capability or '?'}"
+            + ("" if g.visible else "  (hidden)")
+            + "\n"
+        )
     if not host.gpus.devices:
         gpus = Text(f"none: {host.gpus.reason}", style="yellow")
-    numa = Text("\n".join(f"node {n.id}: {len(n.cpus)} CPUs, {human(n.memory_total) if n.memory_total else '?'}" for n in host.numa_nodes))
-    docker = Text(f"{host.engine.server_version}, runtimes {', '.join(host.engine.runtimes)}" if host.engine.reachable else f"unreachable: {host.engine.reason}")
+    numa = Text(
+        "\n".join(
+            f"node {n.id}: {len(n.cpus)} CPUs, {human(n.memory_total) if n.memory_total else '?'}"
+            for n in host.numa_nodes
+        )
+    )
+    docker = Text(
+        f"{host.engine.server_version}, runtimes {', '.join(host.engine.runtimes)}"
+        if host.engine.reachable
+        else f"unreachable: {host.engine.reason}"
+    )
     return [
         ("GPUs", gpus),
-        ("CPU and ISA", Text(f"{c.brand}\n{c.sockets} x {c.cores_per_socket} cores x {c.threads_per_core}; {c.usable_physical_cores} usable\n"
-                             f"kt-kernel build: {kt_variant(c.flags) or 'none'}\n{' '.join(c.flags)}")),
+        (
+            "CPU and ISA",
+            Text(
+                f"{c.brand}\n{c.sockets} x {c.cores_per_socket} cores x {c.threads_per_core}; "
+                f"{c.usable_physical_cores} usable\n"
+                f"kt-kernel build: {kt_variant(c.flags) or 'none'}\n{' '.join(c.flags)}"
+            ),
+        ),
         ("NUMA", numa),
-        ("Memory", Text(f"{human(m.total)} total, {human(m.available)} available\nswap {human(m.swap_total)}, THP {m.thp_mode or '?'}"
-                        + (f"\ncgroup limit {human(m.cgroup_limit)}" if m.cgroup_limit else ""))),
-        ("Disk", Text(f"{human(host.disk.free)} free at {host.disk.path}" if host.disk and host.disk.free is not None else "not measured")),
+        (
+            "Memory",
+            Text(
+                f"{human(m.total)} total, {human(m.available)} available\nswap {human(m.swap_total)}, THP "
+                f"{m.thp_mode or '?'}" + (f"\ncgroup limit {human(m.cgroup_limit)}" if m.cgroup_limit else "")
+            ),
+        ),
+        (
+            "Disk",
+            Text(
+                f"{human(host.disk.free)} free at {host.disk.path}"
+                if host.disk and host.disk.free is not None
+                else "not measured"
+            ),
+        ),
         ("Docker", docker),
     ]
 
@@ -59,5 +90,11 @@ def budget_text(plan: Plan, width: int = 60) -> Text:
     for h in plan.host_budgets:
         label = "RAM   " if h.node < 0 else f"node{h.node} "
         t += Text(label) + stacked(h.items, h.capacity, width) + Text(f"  {human(h.used)}/{human(h.capacity)}\n")
-    t += Text("legend: ") + Text("before ", style=COLOURS["before"]) + Text("weights ", style=COLOURS["weights"]) + Text("KV ", style=COLOURS["kv"]) + Text("runtime", style=COLOURS["runtime"])
+    t += (
+        Text("legend: ")
+        + Text("before ", style=COLOURS["before"])
+        + Text("weights ", style=COLOURS["weights"])
+        + Text("KV ", style=COLOURS["kv"])
+        + Text("runtime", style=COLOURS["runtime"])
+    )
     return t

@@ -15,8 +15,19 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CATALOG = HERE.parents[1] / "ktwizard" / "data" / "sglang-kt-0.7.2-server-args.json"
-SKIP_DIRS = {"site-packages", "test", "tests", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "__pycache__", "pydoc_data"}
+CATALOG = HERE.parent / "fixtures" / "oracles" / "sglang-kt-0.7.2-server-args.json"
+SKIP_DIRS = {
+    "site-packages",
+    "test",
+    "tests",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "__pycache__",
+    "pydoc_data",
+}
 BASE_REPO = "ktwizard-test/python-base"
 STANDIN_REPO = "ktwizard-test/sglang-standin"
 
@@ -75,8 +86,12 @@ def base_image(client) -> str:
         tar = Path(tmp) / "base.tar"
         _base_tar(tar)
         repo, version = tag.split(":")
-        client.api.import_image_from_file(str(tar), repository=repo, tag=version,
-                                          changes=["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV PYTHONDONTWRITEBYTECODE=1"])
+        client.api.import_image_from_file(
+            str(tar),
+            repository=repo,
+            tag=version,
+            changes=["ENV PATH=/usr/local/bin:/usr/bin:/bin", "ENV PYTHONDONTWRITEBYTECODE=1"],
+        )
     return tag
 
 
@@ -92,9 +107,11 @@ def standin_image(client) -> str:
     except Exception:  # noqa: BLE001
         pass
     buf = io.BytesIO()
-    dockerfile = (f"FROM {base}\nCOPY sglang /opt/standin/sglang\nCOPY prometheus_client /opt/standin/prometheus_client\n"
-                  "COPY server-args.json /opt/standin/server-args.json\nENV PYTHONPATH=/opt/standin\n"
-                  'LABEL io.ktwizard.test="standin"\nCMD ["python3", "-m", "sglang.launch_server", "--help"]\n')
+    dockerfile = (
+        f"FROM {base}\nCOPY sglang /opt/standin/sglang\nCOPY prometheus_client /opt/standin/prometheus_client\n"
+        "COPY server-args.json /opt/standin/server-args.json\nENV PYTHONPATH=/opt/standin\n"
+        'LABEL io.ktwizard.test="standin"\nCMD ["python3", "-m", "sglang.launch_server", "--help"]\n'
+    )
     with tarfile.open(fileobj=buf, mode="w") as tar:
         data = dockerfile.encode()
         info = tarfile.TarInfo("Dockerfile")

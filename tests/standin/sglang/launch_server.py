@@ -33,7 +33,11 @@ GPU_GB = float(ENV("STANDIN_GPU_GB", "95.0"))
 FAIL = ENV("STANDIN_FAIL", "")
 # In the image the catalog sits beside the package; run from a checkout it is ktwizard's bundled copy.
 _HERE = Path(__file__).resolve().parent
-CATALOG = next(p for p in (_HERE.parent / "server-args.json", _HERE.parents[2] / "ktwizard/data/sglang-kt-0.7.2-server-args.json") if p.exists())
+CATALOG = next(
+    p
+    for p in (_HERE.parent / "server-args.json", _HERE.parents[1] / "fixtures/oracles/sglang-kt-0.7.2-server-args.json")
+    if p.exists()
+)
 
 
 def log(msg: str) -> None:
@@ -63,9 +67,17 @@ def parser() -> argparse.ArgumentParser:
 
 def cuda_oom(where: str, gib: float) -> None:
     print("Traceback (most recent call last):", flush=True)
-    print(f'  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 412, in {where}', flush=True)
-    print(f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib:.2f} GiB. GPU 0 has a total capacity of {GPU_GB:.2f} GiB "
-          f"of which 312.00 MiB is free. Including non-PyTorch memory, this process has {GPU_GB - 0.3:.2f} GiB memory in use.", flush=True)
+    print(
+        f'  File "/sgl-workspace/sglang/python/sglang/srt/model_executor/model_runner.py", line 412, in {where}',
+        flush=True,
+    )
+    print(
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {gib:.2f} GiB. GPU 0 has a total capacity of "
+        f"{GPU_GB:.2f} GiB "
+        f"of which 312.00 MiB is free. Including non-PyTorch memory, this process has {GPU_GB - 0.3:.2f} GiB memory "
+        "in use.",
+        flush=True,
+    )
     log("Received sigquit from a child process. It usually means the child failed.")
     sys.exit(1)
 
@@ -74,7 +86,31 @@ class Engine:
     """Token accounting shared by the HTTP handlers: metrics counters, histograms, batch log lines."""
 
     TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 200.0, 400.0)
-    ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.06, 0.08, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0)
+    ITL_BUCKETS = (
+        0.002,
+        0.004,
+        0.006,
+        0.008,
+        0.01,
+        0.015,
+        0.02,
+        0.025,
+        0.03,
+        0.035,
+        0.04,
+        0.06,
+        0.08,
+        0.1,
+        0.2,
+        0.4,
+        0.6,
+        0.8,
+        1.0,
+        2.0,
+        4.0,
+        6.0,
+        8.0,
+    )
 
     def __init__(self, args) -> None:
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -88,7 +124,13 @@ class Engine:
         self.max_total = args.max_total_tokens or 100000
         self.registry = r = CollectorRegistry()
         labels = ["engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"]
-        self.lv = {"engine_type": "unified", "model_name": args.served_model_name or "default", "moe_ep_rank": "0", "pp_rank": "0", "tp_rank": "0"}
+        self.lv = {
+            "engine_type": "unified",
+            "model_name": args.served_model_name or "default",
+            "moe_ep_rank": "0",
+            "pp_rank": "0",
+            "tp_rank": "0",
+        }
         g = lambda n, d: Gauge(f"sglang:{n}", d, labels, registry=r)  # noqa: E731
         self.g_running = g("num_running_reqs", "The number of running requests.")
         self.g_queue = g("num_queue_reqs", "The number of requests in the waiting queue.")
@@ -100,16 +142,35 @@ class Engine:
         self.g_max.labels(**self.lv).set(self.max_total)
         for gauge in (self.g_running, self.g_queue, self.g_used, self.g_usage, self.g_gen, self.g_hit):
             gauge.labels(**self.lv).set(0)
-        self.realtime = Counter("sglang:realtime_tokens_total", "Total number of tokens processed (updated on each log interval). mode: prefill_compute, prefill_cache, decode.",
-                                labels + ["mode"], registry=r)
+        self.realtime = Counter(
+            "sglang:realtime_tokens_total",
+            "Total number of tokens processed (updated on each log interval). mode: prefill_compute, prefill_cache, "
+            "decode.",
+            labels + ["mode"],
+            registry=r,
+        )
         m = ["model_name"]
         self.prompt = Counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", m, registry=r)
         self.gen = Counter("sglang:generation_tokens_total", "Number of generation tokens processed.", m, registry=r)
         self.reqs = Counter("sglang:num_requests_total", "Number of requests processed.", m, registry=r)
         self.aborted = Counter("sglang:num_aborted_requests_total", "Number of requests aborted.", m, registry=r)
-        self.ttft = Histogram("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m, buckets=self.TTFT_BUCKETS, registry=r)
-        self.itl = Histogram("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m, buckets=self.ITL_BUCKETS, registry=r)
-        self.e2e = Histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", m, registry=r)
+        self.ttft = Histogram(
+            "sglang:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            m,
+            buckets=self.TTFT_BUCKETS,
+            registry=r,
+        )
+        self.itl = Histogram(
+            "sglang:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.",
+            m,
+            buckets=self.ITL_BUCKETS,
+            registry=r,
+        )
+        self.e2e = Histogram(
+            "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", m, registry=r
+        )
 
     def metrics(self) -> bytes:
         from prometheus_client import generate_latest
@@ -122,8 +183,11 @@ class Engine:
             usage = self.tokens_in_use / self.max_total
         rate = float(ENV("STANDIN_PREFILL_TPS", "600"))
         seconds = n / rate
-        log(f"Prefill batch, #new-seq: 1, #new-token: {n}, #cached-token: 0, token usage: {usage:.2f}, #running-req: {self.running}, "
-            f"#queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False")
+        log(
+            f"Prefill batch, #new-seq: 1, #new-token: {n}, #cached-token: 0, token usage: {usage:.2f}, #running-req: "
+            f"{self.running}, "
+            f"#queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
+        )
         self.realtime.labels(**self.lv, mode="prefill_compute").inc(n)
         self.g_usage.labels(**self.lv).set(usage)
         return seconds
@@ -146,8 +210,11 @@ class Engine:
             gen = (steps - s0) / max(1e-6, now - t0)
             self.decode_window = (now, steps)
             self.g_gen.labels(**self.lv).set(gen)
-            log(f"Decode batch, #running-req: {self.running}, #token: {self.tokens_in_use}, token usage: {self.tokens_in_use / self.max_total:.2f}, "
-                f"cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: 0")
+            log(
+                f"Decode batch, #running-req: {self.running}, #token: {self.tokens_in_use}, token usage: "
+                f"{self.tokens_in_use / self.max_total:.2f}, "
+                f"cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: 0"
+            )
 
     def request(self, delta: int) -> None:
         with self.lock:
@@ -167,7 +234,10 @@ def make_handler(args, engine: Engine, ready: threading.Event):
         def log_message(self, fmt, *a):  # uvicorn's access-log shape
             path = self.path.split("?")[0]
             if not any(path.startswith(p) for p in (args.uvicorn_access_log_exclude_prefixes or [])):
-                log(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} HTTP/1.1" {a[1] if len(a) > 1 else ""}')
+                log(
+                    f'INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} '
+                    f'HTTP/1.1" {a[1] if len(a) > 1 else ""}'
+                )
 
         def reply(self, code: int, body, ctype: str = "application/json") -> None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -182,11 +252,34 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             if path in ("/health", "/health_generate"):
                 return self.reply(200 if ready.is_set() else 503, b"", "text/plain")
             if path == "/v1/models":
-                return self.reply(200, {"object": "list", "data": [{"id": served, "object": "model", "created": int(time.time()), "owned_by": "sglang",
-                                                                    "root": model, "parent": None, "max_model_len": args.context_length}]})
+                return self.reply(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [
+                            {
+                                "id": served,
+                                "object": "model",
+                                "created": int(time.time()),
+                                "owned_by": "sglang",
+                                "root": model,
+                                "parent": None,
+                                "max_model_len": args.context_length,
+                            }
+                        ],
+                    },
+                )
             if path in ("/model_info", "/get_model_info"):
-                return self.reply(200, {"model_path": model, "tokenizer_path": model, "is_generation": True, "model_type": "deepseek_v3",
-                                        "architectures": ["DeepseekV3ForCausalLM"]})
+                return self.reply(
+                    200,
+                    {
+                        "model_path": model,
+                        "tokenizer_path": model,
+                        "is_generation": True,
+                        "model_type": "deepseek_v3",
+                        "architectures": ["DeepseekV3ForCausalLM"],
+                    },
+                )
             if path in ("/server_info", "/get_server_info"):
                 info = {k: v for k, v in vars(args).items()}
                 info.update({"max_total_num_tokens": engine.max_total, "version": "0.7.2-standin"})
@@ -209,7 +302,11 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                 return self.reply(404, {"detail": "Not Found"})
             if not ready.is_set():
                 return self.reply(503, {"error": "server is starting"})
-            text = " ".join(str(m.get("content", "")) for m in body.get("messages", [])) if "messages" in body else str(body.get("prompt", ""))
+            text = (
+                " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+                if "messages" in body
+                else str(body.get("prompt", ""))
+            )
             prompt_tokens = max(1, len(text.split()))
             max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
             self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"))
@@ -236,20 +333,41 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                         last = now
                     engine.decoded()
                     if stream:
-                        delta = {"choices": [{"index": 0, "delta": {"content": f"t{i} "} if chat else None, "text": f"t{i} ", "finish_reason": None}]}
+                        delta = {
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "delta": {"content": f"t{i} "} if chat else None,
+                                    "text": f"t{i} ",
+                                    "finish_reason": None,
+                                }
+                            ]
+                        }
                         self.chunk(delta)
                 engine.gen.labels(served).inc(max_tokens)
                 engine.reqs.labels(served).inc()
                 engine.e2e.labels(served).observe(time.time() - start)
-                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": max_tokens, "total_tokens": prompt_tokens + max_tokens}
+                usage = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": max_tokens,
+                    "total_tokens": prompt_tokens + max_tokens,
+                }
                 if stream:
                     self.chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}], "usage": usage})
                     self.chunk_raw(b"data: [DONE]\n\n")
                     self.wfile.write(b"0\r\n\r\n")
                 else:
                     msg = {"role": "assistant", "content": " ".join(f"t{i}" for i in range(max_tokens))}
-                    self.reply(200, {"id": "cmpl-standin", "object": "chat.completion", "model": served,
-                                     "choices": [{"index": 0, "message": msg, "finish_reason": "length"}], "usage": usage})
+                    self.reply(
+                        200,
+                        {
+                            "id": "cmpl-standin",
+                            "object": "chat.completion",
+                            "model": served,
+                            "choices": [{"index": 0, "message": msg, "finish_reason": "length"}],
+                            "usage": usage,
+                        },
+                    )
             except (BrokenPipeError, ConnectionResetError):
                 engine.aborted.labels(served).inc()
             finally:
@@ -288,8 +406,11 @@ def serve(args) -> None:
     log(f"Load weight begin. avail mem={avail:.2f} GB")
     if args.kt_weight_path:
         log(f"[KT] Created shared staging buffer: {(args.chunked_prefill_size or 8192) * 7168 * 2 / 2**20:.2f} MiB")
-        log(f"[KT] Loading CPU experts from {args.kt_weight_path} with method {args.kt_method}, {args.kt_cpuinfer} threads, "
-            f"{args.kt_threadpool_count} pool(s)")
+        log(
+            f"[KT] Loading CPU experts from {args.kt_weight_path} with method {args.kt_method}, {args.kt_cpuinfer} "
+            "threads, "
+            f"{args.kt_threadpool_count} pool(s)"
+        )
     if FAIL == "cuda_oom@weights":
         cuda_oom("load_model", 2.0)
     if FAIL == "oom_kill":
@@ -300,7 +421,10 @@ def serve(args) -> None:
         os.kill(os.getpid(), signal.SIGILL)
     phase("weights")
     avail -= weights
-    log(f"Load weight end. elapsed={time.time() - t0:.2f} s, type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem={avail:.2f} GB, mem usage={weights:.2f} GB.")
+    log(
+        f"Load weight end. elapsed={time.time() - t0:.2f} s, type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail "
+        f"mem={avail:.2f} GB, mem usage={weights:.2f} GB."
+    )
     tokens = args.max_total_tokens or 100000
     kv = tokens * cell / 2**30
     if FAIL == "cuda_oom@kv":
@@ -315,8 +439,11 @@ def serve(args) -> None:
     phase("graphs")
     avail -= graph
     log(f"Capture cuda graph end. Time elapsed: {STEP:.2f} s. mem usage={graph:.2f} GB. avail mem={avail:.2f} GB.")
-    log(f"max_total_num_tokens={tokens}, chunked_prefill_size={args.chunked_prefill_size}, max_prefill_tokens=16384, "
-        f"max_running_requests={args.max_running_requests}, context_len={args.context_length}, available_gpu_mem={avail:.2f} GB")
+    log(
+        f"max_total_num_tokens={tokens}, chunked_prefill_size={args.chunked_prefill_size}, max_prefill_tokens=16384, "
+        f"max_running_requests={args.max_running_requests}, context_len={args.context_length}, "
+        f"available_gpu_mem={avail:.2f} GB"
+    )
     ready = threading.Event()
     engine = Engine(args)
     httpd = ThreadingHTTPServer((args.host, args.port), make_handler(args, engine, ready))

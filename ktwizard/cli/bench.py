@@ -1,0 +1,95 @@
+"""bench: the recipe's prefill and decode tables for any running server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from ktwizard.errors import BadInput, KtwizardError
+
+
+def parse_sizes(text: str, flag: str) -> tuple[int, ...]:
+    out = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        try:
+            out.append(int(float(part[:-1]) * 1024) if part.endswith("k") else int(part))
+        except ValueError:
+            raise BadInput(f"{flag} {text}: use token counts such as 0,8k,16k,128k") from None
+        if out[-1] < 0:
+            raise BadInput(f"{flag}: {part} is negative")
+    return tuple(out)
+
+
+def _model(url: str) -> str:
+    import httpx
+
+    try:
+        data = httpx.get(f"{url}/v1/models", timeout=10).json()
+        return data["data"][0]["id"]
+    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+        raise KtwizardError(
+            f"{url}/v1/models did not answer with a model ({exc.__class__.__name__}); is the server up?"
+        ) from None
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from ktwizard.bench.report import csv_text, markdown
+    from ktwizard.bench.runner import Sweep, run
+    from ktwizard.serial import dump_json
+
+    url = args.url.rstrip("/")
+    published = {}
+    if args.compare:
+        from ktwizard.models.presets import all_recipes, recipe_for
+
+        recipe = all_recipes().get(args.compare) or recipe_for(args.compare)
+        if recipe is None:
+            raise BadInput(
+                f"--compare {args.compare}: no recipe of that id or preset (recipes: {', '.join(all_recipes())})"
+            )
+        published = recipe.benchmarks
+    concurrency = parse_sizes(args.concurrency, "--concurrency")
+    if not concurrency or min(concurrency) < 1:
+        raise BadInput("--concurrency: give 1 or more concurrent streams, such as 1,2")
+    sweep = Sweep(
+        contexts=parse_sizes(args.contexts, "--contexts") if args.contexts else (),
+        decode_contexts=parse_sizes(args.decode_contexts, "--decode-contexts"),
+        concurrency=concurrency,
+        decode_tokens=args.tokens,
+        repeats=args.repeats,
+        max_seconds=args.max_seconds,
+        published=published,
+    )
+    model = args.model or _model(url)  # after the arguments are known to be good
+    keep: list = []
+    try:
+        report = asyncio.run(run(url, model, sweep, progress=lambda m: print(m, file=sys.stderr), keep=keep))
+    except KeyboardInterrupt:
+        if not keep:
+            raise
+        report = keep[0]
+        print("interrupted: reporting what was measured", file=sys.stderr)
+    except RuntimeError as exc:
+        raise KtwizardError(str(exc)) from None
+    render = {"md": markdown, "json": dump_json, "csv": csv_text}[args.format]
+    sys.stdout.write(render(report))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    be = sub.add_parser("bench", help="measure prefill (TTFT) and aggregate decode like the recipe's tables")
+    be.add_argument("--url", required=True)
+    be.add_argument("--model", help="model id (default: the server's first)")
+    be.add_argument("--contexts", default="8k,16k,32k,64k,128k", help="prefill prompt sizes (empty to skip)")
+    be.add_argument("--decode-contexts", default="0,8k,16k,32k,64k,128k")
+    be.add_argument("--concurrency", default="1,2")
+    be.add_argument("--tokens", type=int, default=256, help="generated tokens per decode stream")
+    be.add_argument("--repeats", type=int, default=1)
+    be.add_argument(
+        "--max-seconds", type=float, default=3600.0, help="stop after this long and report what was measured"
+    )
+    be.add_argument("--compare", metavar="RECIPE|PRESET", help="show ratios to a recipe's published numbers")
+    be.add_argument("--format", default="md", choices=("md", "json", "csv"))
+    be.set_defaults(func=cmd_bench)

@@ -1,0 +1,159 @@
+"""launch, stop and logs: the server's lifecycle on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ktwizard.errors import EXIT_NO_FIT, BadInput, KtwizardError
+
+
+def _load_plan(args: argparse.Namespace):
+    if args.plan:
+        from pathlib import Path
+
+        from ktwizard.planner.types import Plan
+        from ktwizard.serial import from_data, read_structured
+
+        return from_data(Plan, read_structured(Path(args.plan)), args.plan)
+    from ktwizard.cli.options import make_plan
+
+    return make_plan(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs, requests none
+
+
+def _env(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs or []:
+        if "=" not in p:
+            raise BadInput(f"--env {p}: use KEY=VALUE")
+        k, v = p.split("=", 1)
+        out[k] = v
+    return out
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from ktwizard.deploy.launch import LaunchOptions, ServerProcess, follow_startup, stay_attached
+
+    plan = _load_plan(args)
+    if not plan.fits:
+        raise KtwizardError(
+            "the plan does not fit, so ktwizard will not launch it: " + "; ".join(plan.overflows), EXIT_NO_FIT
+        )
+    gpus: tuple[int, ...] | None | str = "plan"
+    if args.gpus == "none":
+        gpus = None
+    opts = LaunchOptions(
+        name=args.name or f"ktwizard-{plan.model.id}".replace(".", "-"),
+        port=args.port or plan.goals.port,
+        bind=args.bind or plan.goals.bind,
+        image=args.image,
+        gpus=gpus,
+        detach=args.detach,
+        yes=args.yes,
+        keep_on_failure=args.keep_on_failure,
+        timeout_s=args.timeout,
+        env=_env(args.env),
+        memory=args.memory,
+        python=args.python,
+    )
+    proc: ServerProcess
+    if args.native:
+        from ktwizard.deploy.native_proc import NativeProcess
+
+        proc = NativeProcess(plan, opts)
+    else:
+        from ktwizard.deploy.docker_proc import start_container
+
+        proc = start_container(plan, opts)
+    deployment, _ = follow_startup(proc, plan, opts)
+    print(
+        f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
+        f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
+        file=sys.stderr,
+    )
+    from ktwizard.render.clients import clients_text
+
+    print(clients_text(plan), file=sys.stderr)
+    if not opts.detach:
+        stay_attached(proc, deployment)
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from ktwizard.deploy import records
+
+    rec = records.load(args.name)
+    if rec is not None and rec.kind == "native" and rec.pid:
+        from ktwizard.deploy.native_proc import stop_group
+
+        stop_group(rec.pid)
+        records.forget(args.name)
+        print(f"stopped {args.name} (process group {rec.pid})", file=sys.stderr)
+        return 0
+    from ktwizard.deploy.engine import connect, find_managed
+
+    container = find_managed(connect(), args.name)
+    container.stop(timeout=args.timeout)
+    container.remove(force=True)
+    records.forget(args.name)
+    print(f"stopped and removed {args.name}", file=sys.stderr)
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    from ktwizard.deploy import records
+
+    rec = records.load(args.name)
+    if rec is not None and rec.kind == "native" and rec.log_path:
+        with open(rec.log_path, "rb") as fh:
+            sys.stdout.write(fh.read().decode("utf-8", "replace"))
+        return 0
+    from ktwizard.deploy.engine import connect, find_managed
+
+    container = find_managed(connect(), args.name)
+    if args.follow:
+        try:
+            for chunk in container.logs(stream=True, follow=True, tail=args.tail or "all"):
+                sys.stdout.write(chunk.decode("utf-8", "replace"))
+                sys.stdout.flush()
+        except KeyboardInterrupt:
+            return 0
+    else:
+        sys.stdout.write(container.logs(tail=args.tail or "all").decode("utf-8", "replace"))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ktwizard.cli.options import add_plan_inputs
+
+    la = sub.add_parser(
+        "launch", help="start the planned SGLang-KT server in Docker (or natively) and follow it to ready"
+    )
+    add_plan_inputs(la)
+    la.set_defaults(port=None, bind=None)
+    la.add_argument("--plan", metavar="FILE", help="launch a saved plan (plan --format json/yaml)")
+    la.add_argument("--name", help="container / deployment name (default ktwizard-MODEL)")
+    la.add_argument(
+        "--native", action="store_true", help="run python -m sglang.launch_server here instead of a container"
+    )
+    la.add_argument("--detach", action="store_true", help="return once the server is ready")
+    la.add_argument("--yes", action="store_true", help="replace an existing ktwizard container of the same name")
+    la.add_argument("--keep-on-failure", action="store_true", help="keep a failed container for inspection")
+    la.add_argument(
+        "--timeout", type=float, default=3600.0, metavar="S", help="give up if not ready after S seconds (default 3600)"
+    )
+    la.add_argument("--env", action="append", metavar="K=V", help="extra environment for the server")
+    la.add_argument("--memory", metavar="LIMIT", help="container memory limit, such as 700g (default: none)")
+    la.add_argument("--python", default="python3", help="the Python that runs sglang (native, or inside the image)")
+    la.set_defaults(func=cmd_launch)
+
+    st = sub.add_parser("stop", help="stop and remove a ktwizard-started server")
+    st.add_argument("name")
+    st.add_argument("--timeout", type=int, default=30, help="seconds to wait for a clean shutdown before killing")
+    st.set_defaults(func=cmd_stop)
+
+    lg = sub.add_parser("logs", help="print a ktwizard-started server's log")
+    lg.add_argument("name")
+    lg.add_argument("--follow", "-f", action="store_true")
+    lg.add_argument("--tail", type=int, metavar="N")
+    lg.set_defaults(func=cmd_logs)

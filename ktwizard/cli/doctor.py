@@ -1,0 +1,24 @@
+"""doctor: what SGLang-KT needs from the machine, each check passing, warning or failing with its fix."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ktwizard.host.doctor import checks_text, run_checks
+    from ktwizard.serial import dump_json
+
+    checks = run_checks(root=args.root, weights=args.weights, port=args.port)
+    sys.stdout.write(dump_json(checks) if args.json else checks_text(checks))
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser("doctor", help="check this machine for what SGLang-KT needs, with fixes")
+    d.add_argument("--json", action="store_true")
+    d.add_argument("--root", default="/", help="check a recorded host")
+    d.add_argument("--weights", metavar="DIR", help="where the weights live (disk space)")
+    d.add_argument("--port", type=int, default=30000)
+    d.set_defaults(func=cmd_doctor)

@@ -1,0 +1,52 @@
+"""The exit-code contract in one place: every command runs under guard(), so a person sees one line, never a traceback.
+
+0 success · 1 runtime failure · 2 bad input or usage · 3 the plan does not fit · 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from ktwizard.errors import EXIT_RUNTIME, EXIT_USAGE, KtwizardError
+
+EXIT_INTERRUPTED = 130
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"ktwizard: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def guard(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    try:
+        return func(args)
+    except KtwizardError as exc:
+        print(f"ktwizard: error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("ktwizard: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        print(f"ktwizard: error: {exc.strerror or exc} ({getattr(exc, 'filename', '') or ''})", file=sys.stderr)
+        return EXIT_RUNTIME
+
+
+def emit(text: str, save: str | None = None) -> None:
+    """Print text, or write it atomically to `save`."""
+    if save:
+        from pathlib import Path
+
+        from ktwizard.serial import write_atomic
+
+        write_atomic(Path(save), text)
+    else:
+        sys.stdout.write(text)

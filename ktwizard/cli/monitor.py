@@ -1,0 +1,94 @@
+"""monitor: attach to a running server; one JSON sample for scripts, or the live dashboard."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ktwizard.errors import BadInput
+
+
+def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(url, container) from --url / --container / the deployment records."""
+    from ktwizard.deploy import records
+
+    url, container = args.url, args.container
+    if container and not url:
+        rec = records.load(container)
+        if rec:
+            url = rec.url
+        else:
+            from ktwizard.deploy.engine import connect, find_managed
+
+            port = find_managed(connect(), container).labels.get("io.ktwizard.port")
+            url = f"http://127.0.0.1:{port}" if port else None
+    if not url and not container:
+        found = sorted(records.state_dir().glob("*.json")) if records.state_dir().exists() else []
+        if len(found) == 1:
+            rec = records.load(found[0].stem)
+            if rec is None:
+                raise BadInput(
+                    f"the deployment record {found[0]} cannot be read; ktwizard stop {found[0].stem} clears it"
+                )
+            url, container = rec.url, (rec.name if rec.kind == "docker" else None)
+        else:
+            raise BadInput(
+                "name what to monitor: --url http://127.0.0.1:30000 or --container NAME"
+                + (f" (ktwizard started: {', '.join(p.stem for p in found)})" if found else "")
+            )
+    return url, container
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    if args.interval <= 0 or args.interval > 3600:
+        raise BadInput(f"--interval {args.interval}: give seconds between 0.1 and 3600")
+    url, container = resolve_target(args)
+    if args.once:
+        from ktwizard.monitor.session import Monitor
+        from ktwizard.serial import dump_json
+
+        mon = Monitor(url=url, container=container, gpus=not args.no_gpu)
+        mon.sample()
+        time.sleep(args.interval)  # a second scrape turns counters into rates
+        sample = mon.sample()
+        sys.stdout.write(dump_json(sample) if args.json else _text(sample))
+        return 0
+    from ktwizard.tui.monitor_app import MonitorApp
+
+    MonitorApp(url=url, container=container, interval=args.interval, gpus=not args.no_gpu).run()
+    return 0
+
+
+def _text(s) -> str:
+    from ktwizard.units import human
+
+    out = []
+    for g in s.gpus:
+        out.append(f"GPU {g.index} {g.name}: {human(g.used)} / {human(g.total)}, util {g.util_pct}%")
+    if s.gpu_error:
+        out.append(f"GPU: {s.gpu_error}")
+    if s.host:
+        out.append(f"host: {human(s.host.total - s.host.available)} used of {human(s.host.total)}")
+    if s.container:
+        out.append(f"container {s.container.name}: {s.container.state}, memory {human(s.container.mem_used or 0)}")
+    if s.server:
+        srv = s.server
+        out.append(
+            f"server: {'up' if srv.up else 'down: ' + str(srv.error)}; decode {srv.decode_tps} tok/s, prefill "
+            f"{srv.prefill_tps} tok/s, "
+            f"running {srv.running}, queued {srv.queued}, KV {srv.kv_usage}"
+        )
+    out += [f"[{a.severity}] {a.text}" for a in s.alerts]
+    return "\n".join(out) + "\n"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    mo = sub.add_parser("monitor", help="live memory and throughput of a running server")
+    mo.add_argument("--url", help="the server's base URL, such as http://127.0.0.1:30000")
+    mo.add_argument("--container", metavar="NAME", help="a ktwizard container (its URL comes from its labels)")
+    mo.add_argument("--interval", type=float, default=1.0, metavar="S")
+    mo.add_argument("--once", action="store_true", help="print one combined sample and exit")
+    mo.add_argument("--json", action="store_true", help="with --once: the sample as JSON")
+    mo.add_argument("--no-gpu", action="store_true", help="do not poll NVML")
+    mo.set_defaults(func=cmd_monitor)

@@ -1,0 +1,54 @@
+"""Options shared by several commands: the plan inputs (plan, launch, fleet) and building a plan from them."""
+
+from __future__ import annotations
+
+import argparse
+
+from ktwizard.planner.types import Plan
+
+
+def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
+    src = pr.add_mutually_exclusive_group()
+    src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
+    src.add_argument("--model", metavar="DIR", help="a local checkpoint folder (config.json + safetensors)")
+    pr.add_argument(
+        "--host",
+        metavar="FILE|NAME",
+        help="a saved profile, a bundled host name or a hand-written spec (default: this machine)",
+    )
+    pr.add_argument(
+        "--context", type=int, metavar="N", help="longest request in tokens (default: as long as fits, up to 131072)"
+    )
+    pr.add_argument("--concurrency", type=int, default=1, metavar="N", help="concurrent requests (default 1)")
+    pr.add_argument("--gpus", metavar="LIST", help="all (default) or GPU indices such as 0,1")
+    pr.add_argument("--method", metavar="M", help="kt-method (default: the checkpoint's native method)")
+    pr.add_argument(
+        "--gpu-experts", type=int, metavar="N", help="routed experts per MoE layer on GPU (default: as many as fit)"
+    )
+    pr.add_argument("--kv-dtype", default="auto", choices=("auto", "bf16", "fp8_e4m3"))
+    pr.add_argument(
+        "--no-layerwise-prefill", action="store_true", help="do not run long prefills layer by layer on the GPU"
+    )
+    pr.add_argument("--weights", metavar="DIR", help="the checkpoint folder the server will load")
+    pr.add_argument("--kt-weights", metavar="DIR", help="converted CPU weights for AMXINT4/AMXINT8")
+    pr.add_argument("--port", type=int, default=30000)
+    pr.add_argument("--bind", default="127.0.0.1", help="address to publish on (default 127.0.0.1)")
+    pr.add_argument("--image", metavar="IMG", help="container image")
+    pr.add_argument("--chat-template", metavar="FILE")
+    pr.add_argument("--served-name", metavar="NAME")
+
+
+def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:
+    """all_gpus: plan for every GPU of the host whatever --gpus says.
+
+    (launch --gpus none requests no GPU but plans for all.)
+    """
+    from dataclasses import replace
+
+    from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
+    from ktwizard.planner.core import plan
+
+    model = resolve_model(args.preset, args.model)
+    host = resolve_host(args.host, args.weights)
+    goals = goals_from_args(args)
+    return plan(host, model.spec, replace(goals, gpus=None) if all_gpus else goals, model.hints, model.recipe)

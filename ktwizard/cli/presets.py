@@ -1,0 +1,57 @@
+"""presets: the bundled model presets."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from ktwizard.models.presets import all_presets
+    from ktwizard.units import human
+
+    rows: list[dict[str, Any]] = []
+    for p in all_presets().values():
+        s = p.spec()
+        rows.append(
+            {
+                "id": p.id,
+                "name": p.name,
+                "family": p.family,
+                "architecture": s.architecture,
+                "total_params": s.params_total,
+                "active_params": s.params_active,
+                "routed_experts": s.routed_experts,
+                "experts_per_token": s.experts_per_token,
+                "moe_layers": s.moe_layer_count,
+                "checkpoint_format": s.expert_format.describe(),
+                "routed_bytes": s.routed_bytes,
+                "non_expert_bytes": s.non_expert_bytes,
+                "kv_bytes_per_token": s.kv_cell_bytes(),
+                "max_context": s.max_context,
+                "kt_methods": list(p.kt_methods),
+                "tool_call_parser": p.sglang.tool_call_parser,
+                "reasoning_parser": p.sglang.reasoning_parser,
+            }
+        )
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    print(f"{'id':24} {'params':>8} {'active':>7} {'experts':>9} {'format':34} {'routed':>11} {'other':>10}  methods")
+    for r in rows:
+        print(
+            f"{r['id']:24} {r['total_params'] / 1e9:7.1f}B {r['active_params'] / 1e9:6.1f}B "
+            f"{r['routed_experts']:>4}x{r['moe_layers']:<4} "
+            f"{r['checkpoint_format']:34} {human(r['routed_bytes']):>11} {human(r['non_expert_bytes']):>10}  "
+            f"{','.join(r['kt_methods'])}"
+        )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    pr = sub.add_parser("presets", help="list the bundled model presets")
+    pr.add_argument("--json", action="store_true")
+    pr.set_defaults(func=cmd_presets)

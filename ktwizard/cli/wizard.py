@@ -1,0 +1,17 @@
+"""`ktwizard` with no subcommand: the Textual wizard."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ktwizard.errors import BadInput
+
+
+def run_wizard(args: argparse.Namespace) -> int:
+    if not sys.stdout.isatty():
+        raise BadInput("the wizard needs a terminal; in scripts use the subcommands (ktwizard --help)")
+    from ktwizard.tui.app import WizardApp
+
+    WizardApp().run()
+    return 0

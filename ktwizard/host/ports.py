@@ -1,0 +1,23 @@
+"""Is a TCP port free on an address of this machine (a read-only probe: bind, then release)."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+from ktwizard.errors import BadInput, KtwizardError
+
+
+def check_port(bind: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((bind, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise KtwizardError(
+                    f"port {port} on {bind} is in use; choose another --port or stop what listens there"
+                ) from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise BadInput(f"--bind {bind}: no such address on this machine") from None
+            raise KtwizardError(f"cannot bind {bind}:{port} ({exc.strerror})") from None

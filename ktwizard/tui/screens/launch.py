@@ -1,0 +1,130 @@
+"""Step 4: every rendering, and the launch that follows the server to ready."""
+
+from __future__ import annotations
+
+from typing import TextIO, cast
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import (
+    Footer,
+    Header,
+    Input,
+    Log,
+    Select,
+    Static,
+    TabbedContent,
+    TabPane,
+    TextArea,
+)
+
+from ktwizard.errors import KtwizardError
+from ktwizard.tui.screens.base import Step
+from ktwizard.tui.state import WizardHost
+
+
+class LaunchScreen(Step):
+    STEP = "4 Launch"
+    BINDINGS = [
+        *Step.BINDINGS,
+        Binding("c", "copy", "copy"),
+        Binding("s", "save", "save to file"),
+        Binding("l", "launch", "launch"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        from ktwizard.render.formats import TABS
+
+        plan = self.plan
+        yield Header(show_clock=False)
+        with TabbedContent(id="formats"):
+            for fmt in TABS:
+                with TabPane(fmt.name, id=f"tab-{fmt.name}"):
+                    yield TextArea(fmt.render(plan), read_only=True, id=f"text-{fmt.name}")
+        with Horizontal(id="launch-opts"):
+            yield Input(plan.image or "", placeholder="image", id="image")
+            yield Input(f"ktwizard-{plan.model.id}".replace(".", "-"), placeholder="name", id="name")
+            yield Select(
+                [("GPUs from the plan", "plan"), ("no GPUs (stand-in)", "none")],
+                value="plan",
+                allow_blank=False,
+                id="gpu-mode",
+            )
+            yield Input(str(plan.goals.port), placeholder="port", id="port")
+            yield Input("", placeholder="extra env K=V,K=V", id="env")
+        yield Static(id="image-status")
+        yield Log(id="launch-log", max_lines=200)
+        yield Footer()
+
+    def current(self) -> str:
+        tab = self.query_one("#formats", TabbedContent).active or "tab-args"
+        return self.query_one(f"#text-{tab[4:]}", TextArea).text
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.current())
+        self.notify("copied to the clipboard")
+
+    def action_save(self) -> None:
+        from ktwizard.serial import write_atomic
+        from ktwizard.tui.state import profiles_dir
+
+        tab = (self.query_one("#formats", TabbedContent).active or "tab-args")[4:]
+        path = profiles_dir().parent / "rendered" / f"{self.plan.model.id}.{tab}"
+        write_atomic(path, self.current())
+        self.notify(f"saved {path}")
+
+    def action_launch(self) -> None:
+        self.launch_worker()
+
+    @work(thread=True, exclusive=True)
+    def launch_worker(self) -> None:
+        import io
+
+        from ktwizard.deploy.docker_proc import start_container
+        from ktwizard.deploy.launch import LaunchOptions, follow_startup
+
+        plan = self.plan
+        env = dict(kv.split("=", 1) for kv in self.query_one("#env", Input).value.split(",") if "=" in kv)
+        mode = self.query_one("#gpu-mode", Select).value
+        port = int(self.query_one("#port", Input).value.strip() or plan.goals.port)
+        opts = LaunchOptions(
+            name=self.query_one("#name", Input).value.strip(),
+            port=port,
+            bind=plan.goals.bind,
+            image=self.query_one("#image", Input).value.strip() or None,
+            gpus=None if mode == "none" else "plan",
+            yes=True,
+            env=env,
+        )
+        log = self.query_one("#launch-log", Log)
+
+        class Lines(io.TextIOBase):
+            def write(self, s: str) -> int:
+                for line in s.splitlines():
+                    if line.strip():
+                        self_app.call_from_thread(log.write_line, line)
+                return len(s)
+
+        self_app = self.app
+        try:
+            out = cast(TextIO, Lines())
+            proc = start_container(plan, opts, out=out)
+            deployment, _ = follow_startup(proc, plan, opts, out=out)
+        except KtwizardError as exc:
+            self.app.call_from_thread(log.write_line, f"FAILED: {exc.message}")
+            self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
+            return
+        from ktwizard.tui.monitor_app import MonitorScreen
+
+        predicted = {b.gpu: sum(i.bytes for i in b.items if i.name != "headroom") for b in plan.gpu_budgets}
+        self.app.call_from_thread(
+            self.app.push_screen,
+            MonitorScreen(
+                url=deployment.url,
+                container=deployment.name if deployment.kind == "docker" else None,
+                predicted=predicted,
+                gpus=cast(WizardHost, self.app).gpus,
+            ),
+        )

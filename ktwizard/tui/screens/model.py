@@ -1,0 +1,115 @@
+"""Step 2: a preset or a local checkpoint, and the weights folder."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import (
+    Button,
+    Footer,
+    Header,
+    Input,
+    Label,
+    OptionList,
+    Static,
+)
+from textual.widgets.option_list import Option
+
+from ktwizard.errors import KtwizardError
+
+if TYPE_CHECKING:
+    pass
+
+
+from ktwizard.tui.screens.base import Step
+from ktwizard.tui.screens.plan import PlanScreen
+
+
+class ModelScreen(Step):
+    STEP = "2 Model"
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False)
+        with Horizontal():
+            with Vertical(id="model-left"):
+                yield Input(placeholder="search presets", id="search")
+                yield OptionList(id="presets")
+            with Vertical(id="model-right"):
+                yield Label("or a local checkpoint folder")
+                yield Input(placeholder="/models/DeepSeek-V3", id="model-dir")
+                yield Button("inspect", id="inspect")
+                yield Label("weights folder the server loads")
+                yield Input(placeholder="/models/...", id="weights")
+                yield Static(id="model-info")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.fill("")
+        self.query_one("#search", Input).focus()
+
+    def marks(self, preset) -> str:
+        from ktwizard.errors import BadInput
+        from ktwizard.planner import memory as M
+        from ktwizard.planner.methods import choose_method
+
+        host = self.host
+        try:
+            choice = choose_method(preset.spec(), host.cpu.flags, None)
+        except BadInput:
+            return "  ✗ no CPU method"
+        spec = preset.spec()
+        ram = M.cpu_bytes_per_expert(spec, choice.method) * spec.routed_experts * spec.moe_layer_count
+        return "  ✗ RAM too small" if ram > host.memory.usable else ""
+
+    def fill(self, text: str) -> None:
+        from ktwizard.models.presets import all_presets
+
+        ol = self.query_one("#presets", OptionList)
+        ol.clear_options()
+        for p in all_presets().values():
+            if text.lower() in f"{p.id} {p.name} {p.family}".lower():
+                s = p.spec()
+                fmt = s.expert_format
+                short = {"fp8_block": "FP8", "fp8_channel": "FP8/ch", "int4_group": f"INT4 g{fmt.block}"}.get(
+                    fmt.kind, fmt.kind.upper()
+                )
+                ol.add_option(Option(f"{p.id:22} {s.params_total / 1e9:5.0f}B {short:8}{self.marks(p)}", id=p.id))
+
+    @on(Input.Changed, "#search")
+    def search(self, event: Input.Changed) -> None:
+        self.fill(event.value)
+
+    @on(OptionList.OptionSelected, "#presets")
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        self.state.preset, self.state.model_dir = event.option.id, None
+        self.query_one("#model-info", Static).update(f"preset {event.option.id}")
+        self.action_next()
+
+    @on(Button.Pressed, "#inspect")
+    @work(thread=True, exclusive=True)
+    def inspect(self) -> None:
+        from ktwizard.models.inspect import inspect_checkpoint
+
+        folder = self.query_one("#model-dir", Input).value.strip()
+        try:
+            result = inspect_checkpoint(folder)
+            msg = Text(
+                f"{result.spec.architecture}: {result.files} files, {result.tensors} tensors, exact bytes\n"
+                + "\n".join(result.notes)
+            )
+            self.state.model_dir, self.state.preset = folder, None
+        except KtwizardError as exc:
+            msg = Text(exc.message, style="red")
+        self.app.call_from_thread(self.query_one("#model-info", Static).update, msg)
+
+    def action_next(self) -> None:
+        weights = self.query_one("#weights", Input).value.strip() or None
+        self.state.goals = replace(self.state.goals, weights=weights)
+        if self.state.preset or self.state.model_dir:
+            self.app.push_screen(PlanScreen())

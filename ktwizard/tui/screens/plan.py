@@ -1,0 +1,144 @@
+"""Step 3: the plan, re-planned on every what-if change."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Grid, VerticalScroll
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Header,
+    Input,
+    Select,
+    Static,
+)
+
+from ktwizard.errors import KtwizardError
+from ktwizard.tui.widgets import budget_text
+
+if TYPE_CHECKING:
+    pass
+
+
+from ktwizard.tui.screens.base import Step
+from ktwizard.tui.screens.launch import LaunchScreen
+
+
+class PlanScreen(Step):
+    STEP = "3 Plan"
+
+    def compose(self) -> ComposeResult:
+        g = self.state.goals
+        yield Header(show_clock=False)
+        with Grid(id="whatif"):
+            yield Input(str(g.context or ""), placeholder="context (auto)", id="context")
+            yield Input(str(g.concurrency), placeholder="concurrency", id="concurrency")
+            yield Input(
+                str(g.gpu_experts if g.gpu_experts is not None else ""),
+                placeholder="GPU experts (auto)",
+                id="gpu-experts",
+            )
+            yield Input(",".join(map(str, g.gpus)) if g.gpus else "", placeholder="GPUs (all)", id="gpus")
+            yield Select(
+                [("bf16", "auto"), ("fp8 e4m3", "fp8_e4m3")],
+                value=g.kv_dtype if g.kv_dtype != "bf16" else "auto",
+                allow_blank=False,
+                id="kv",
+            )
+            yield Select([("native", "")], value="", allow_blank=False, id="method")
+        with VerticalScroll():
+            yield Static(id="verdict")
+            yield Static(id="budget")
+            yield Static(id="suggestions")
+            yield DataTable(id="flags", zebra_stripes=True, cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        for id_, title in (
+            ("context", "context"),
+            ("concurrency", "concurrency"),
+            ("gpu-experts", "GPU experts/layer"),
+            ("gpus", "GPUs"),
+            ("kv", "KV cache"),
+            ("method", "kt-method"),
+        ):
+            self.query_one(f"#{id_}").border_title = title
+        self.query_one("#flags", DataTable).add_columns("flag", "value", "why")
+        from ktwizard.host.isa import kt_variant
+        from ktwizard.planner.methods import runnable
+
+        methods = [
+            m
+            for m in ("RAWINT4", "FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "AMXINT4", "AMXINT8")
+            if runnable(m, kt_variant(self.host.cpu.flags))[0]
+        ]
+        self.query_one("#method", Select).set_options([("native", "")] + [(m, m) for m in methods])
+        self.replan()
+
+    def goals(self):
+        from ktwizard.inputs import parse_gpus
+
+        def num(id_: str) -> int | None:
+            v = self.query_one(f"#{id_}", Input).value.strip()
+            return int(v) if v else None
+
+        method = self.query_one("#method", Select).value
+        return replace(
+            self.state.goals,
+            context=num("context"),
+            concurrency=num("concurrency") or 1,
+            gpu_experts=num("gpu-experts"),
+            gpus=parse_gpus(self.query_one("#gpus", Input).value.strip() or None),
+            kv_dtype=str(self.query_one("#kv", Select).value),
+            method=str(method) if method else None,
+        )
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def changed(self) -> None:
+        if self.is_mounted:
+            self.replan()
+
+    def replan(self) -> None:
+        from ktwizard.planner.core import plan
+        from ktwizard.render.table import verdict
+
+        verdict_w = self.query_one("#verdict", Static)
+        try:
+            goals = self.goals()
+            model = self.state.model()
+            result = plan(self.host, model.spec, goals, model.hints, model.recipe)
+        except ValueError:
+            verdict_w.update(Text("give whole numbers for context, concurrency and GPU experts", style="red"))
+            return
+        except KtwizardError as exc:
+            verdict_w.update(Text(exc.message, style="red"))
+            return
+        self.state.goals, self.state.plan = goals, result
+        verdict_w.update(
+            Text(
+                verdict(result) + "".join(f"\n  ! {o}" for o in result.overflows),
+                style="bold green" if result.fits else "bold red",
+            )
+        )
+        self.query_one("#budget", Static).update(budget_text(result, width=max(16, min(60, self.size.width - 34))))
+        sug = (
+            Text("\n".join(f"try {s.change}: {s.effect}" for s in result.suggestions))
+            if result.suggestions
+            else Text("")
+        )
+        self.query_one("#suggestions", Static).update(sug)
+        table = self.query_one("#flags", DataTable)
+        table.clear()
+        for f in result.flags:
+            table.add_row(f.name, "" if f.value is True else str(f.value), f.why)
+
+    def action_next(self) -> None:
+        if self.state.plan is not None and self.state.plan.fits:
+            self.app.push_screen(LaunchScreen())

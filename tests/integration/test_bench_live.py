@@ -1,0 +1,103 @@
+"""Benchmark against the stand-in in a real container, the decode forecast against the recipe, client snippets."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import free_port, run_cli
+
+
+@pytest.mark.docker
+def test_bench_measures_what_the_standin_was_told(docker_client, standin_image, checkpoint, state_home):
+    port, name = free_port(), f"ktw-bench-{time.monotonic_ns() % 10**8}"
+    out = run_cli(
+        "launch",
+        "--preset",
+        "kimi-k2.7-code",
+        "--host",
+        "rtx-pro-6000-epyc-9355",
+        "--context",
+        "163840",
+        "--concurrency",
+        "2",
+        "--gpus",
+        "none",
+        "--weights",
+        str(checkpoint),
+        "--image",
+        standin_image,
+        "--name",
+        name,
+        "--port",
+        str(port),
+        "--detach",
+        "--env",
+        "STANDIN_STEP_S=0.05",
+        "--env",
+        "STANDIN_PREFILL_TPS=2000",
+        "--env",
+        "STANDIN_DECODE_TPS=25",
+        "--env",
+        "STANDIN_DECODE_ALPHA=1.0",
+    )
+    assert out.returncode == 0, out.stderr
+    assert "GitHub Copilot BYOK" in out.stderr  # next steps after a launch
+    try:
+        b = run_cli(
+            "bench",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--contexts",
+            "8k",
+            "--decode-contexts",
+            "0,2k",
+            "--concurrency",
+            "1,2",
+            "--tokens",
+            "120",
+            "--format",
+            "json",
+            "--compare",
+            "kimi-k2.7-code",
+            timeout=300,
+        )
+        assert b.returncode == 0, b.stderr
+        r = json.loads(b.stdout)
+        (p,) = r["prefill"]
+        assert p["prompt_tokens"] == 8192  # calibrated prompts hit the exact size
+        assert p["prompt_tokens"] / p["ttft_s"][0] == pytest.approx(2000, rel=0.10)
+        rates = {(d["context"], d["concurrency"]): d["tok_s"][0] for d in r["decode"]}
+        assert rates[(0, 1)] == pytest.approx(25, rel=0.10) and rates[(2048, 1)] == pytest.approx(25, rel=0.10)
+        assert rates[(0, 2)] == pytest.approx(50, rel=0.10)
+        md = run_cli(
+            "bench",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--contexts",
+            "",
+            "--decode-contexts",
+            "0",
+            "--concurrency",
+            "1",
+            "--tokens",
+            "40",
+            "--compare",
+            "kimi-k2.7-code",
+        )
+        assert md.returncode == 0 and "| 0 | " in md.stdout and "x recipe)" in md.stdout
+        cut = run_cli(
+            "bench",
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--contexts",
+            "8k,16k,32k",
+            "--max-seconds",
+            "1",
+            "--format",
+            "json",
+        )
+        assert cut.returncode == 0 and json.loads(cut.stdout)["complete"] is False
+    finally:
+        run_cli("stop", name)

@@ -1,0 +1,82 @@
+"""Monitoring: parsers on real text, rates the test computes itself, the stand-in in a real container, the dashboard."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from conftest import free_port, run_cli
+
+
+@pytest.mark.docker
+def test_monitor_follows_the_standin_rate_and_alerts_on_kill(docker_client, standin_image, checkpoint, state_home):
+    from ktwizard.monitor.session import Monitor
+
+    port, name = free_port(), f"ktw-mon-{time.monotonic_ns() % 10**8}"
+    out = run_cli(
+        "launch",
+        "--preset",
+        "kimi-k2.7-code",
+        "--host",
+        "rtx-pro-6000-epyc-9355",
+        "--context",
+        "163840",
+        "--concurrency",
+        "2",
+        "--gpus",
+        "none",
+        "--weights",
+        str(checkpoint),
+        "--image",
+        standin_image,
+        "--name",
+        name,
+        "--port",
+        str(port),
+        "--detach",
+        "--env",
+        "STANDIN_STEP_S=0.05",
+        "--env",
+        "STANDIN_DECODE_TPS=40",
+    )
+    assert out.returncode == 0, out.stderr
+    try:
+        import httpx
+
+        def stream():
+            body = {
+                "model": "kimi-k2.7-code",
+                "messages": [{"role": "user", "content": "hello " * 50}],
+                "max_tokens": 400,
+                "stream": True,
+            }
+            with httpx.stream("POST", f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=60) as r:
+                for _ in r.iter_lines():
+                    pass
+
+        workers = [threading.Thread(target=stream) for _ in range(2)]
+        for w in workers:
+            w.start()
+        mon = Monitor(url=f"http://127.0.0.1:{port}", container=name, gpus=False)
+        time.sleep(1.0)
+        mon.sample()
+        t0 = time.monotonic()
+        time.sleep(3.0)
+        s = mon.sample()
+        elapsed = time.monotonic() - t0
+        # the test's own rate: two streams at 40 tok/s each
+        assert s.server.decode_tps == pytest.approx(80.0, rel=0.10), (s.server, elapsed)
+        assert s.server.running == 2 and s.container.state == "running" and s.container.mem_used
+        for w in workers:
+            w.join()
+        docker_client.containers.get(name).kill()
+        time.sleep(0.5)
+        s = mon.sample()
+        texts = " ".join(a.text for a in s.alerts)
+        assert "metrics endpoint gone" in texts and f"container {name} is exited" in texts
+        once = run_cli("monitor", "--container", name, "--once", "--json", "--no-gpu", "--interval", "0.2")
+        assert once.returncode == 0 and json.loads(once.stdout)["container"]["state"] == "exited"
+    finally:
+        run_cli("stop", name)

@@ -1,0 +1,178 @@
+"""The wizard driven by Textual's Pilot: recorded host, a preset, what-if controls, the Launch screen."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import HOSTS, run_cli
+
+from ktwizard.host.probe import probe
+from ktwizard.host.spec import load_host
+
+
+def app_for(host="rtx-pro-6000-epyc-9355"):
+    from ktwizard.tui.app import WizardApp
+
+    return WizardApp(host=load_host(host), host_ref=host, gpus=False)
+
+
+async def to_plan(pilot, search="kimi-k2.7", weights=None):
+    app = pilot.app
+    await pilot.press("n")
+    await pilot.pause()
+    if weights:
+        app.screen.query_one("#weights").value = str(weights)
+    app.screen.query_one("#search").value = search
+    await pilot.pause()
+    ol = app.screen.query_one("#presets")
+    ol.focus()
+    ol.highlighted = 0
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def set_input(pilot, id_: str, value: str):
+    w = pilot.app.screen.query_one(f"#{id_}")
+    w.value = value
+    await pilot.pause()
+
+
+def text(app, id_: str) -> str:
+    return str(app.screen.query_one(f"#{id_}").render())
+
+
+def test_whole_flow_reaches_launch_with_the_cli_args(state_home, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            assert "RTX PRO 6000" in str(app.screen.query(".card").first().render())
+            await to_plan(pilot)
+            assert app.state.preset == "kimi-k2.7-code" and app.sub_title == "3 Plan"
+            await set_input(pilot, "context", "163840")
+            await set_input(pilot, "concurrency", "2")
+            assert text(app, "verdict").startswith("FITS") and app.state.plan.flag("--max-total-tokens") == 327680
+            kv_before = app.state.plan.gpu_budgets[0].item("KV pool")
+            experts_before = app.state.plan.gpu_experts
+            await set_input(pilot, "context", "65536")  # what-if: the budget and the flags follow every change
+            assert (
+                app.state.plan.flag("--context-length") == 65536
+                and app.state.plan.gpu_budgets[0].item("KV pool") < kv_before
+            )
+            assert app.state.plan.gpu_experts > experts_before
+            rows = app.screen.query_one("#flags")
+            assert rows.row_count == len(app.state.plan.flags)
+            await set_input(pilot, "context", "lots")
+            assert "whole numbers" in text(app, "verdict")
+            await set_input(pilot, "context", "65536")
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            assert app.sub_title == "4 Launch"
+            shown = app.screen.query_one("#text-args").text
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.sub_title == "3 Plan"
+            return shown
+
+    shown = asyncio.run(go())
+    cli = run_cli(
+        "plan",
+        "--preset",
+        "kimi-k2.7-code",
+        "--host",
+        "rtx-pro-6000-epyc-9355",
+        "--context",
+        "65536",
+        "--concurrency",
+        "2",
+        "--format",
+        "args",
+    )
+    assert cli.returncode == 0 and shown == cli.stdout
+    assert list((tmp_path / "config/ktwizard/profiles").glob("*.json"))
+
+
+def test_model_screen_marks_what_this_host_cannot_run():
+    async def go():
+        app = app_for("xeon-2s-amx-4x4090-48gb")
+        app.state.host = probe(root=str(HOSTS / "desktop-avx2"), with_engine=False)  # 128 GB RAM, AVX2
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("n")
+            await pilot.pause()
+            ol = app.screen.query_one("#presets")
+            labels = {
+                str(ol.get_option_at_index(i).id): str(ol.get_option_at_index(i).prompt) for i in range(ol.option_count)
+            }
+            assert "✗ RAM too small" in labels["kimi-k2.7-code"]
+            assert "✗" not in labels["qwen3-30b-a3b"]
+            assert "✗ no CPU method" in labels["glm-4.7"] or "✗" in labels["glm-4.7"]
+
+    asyncio.run(go())
+
+
+def test_cli_without_terminal_says_so():
+    out = run_cli()
+    assert out.returncode == 2 and "needs a terminal" in out.stderr
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+@pytest.mark.parametrize("step", ["host", "model", "plan", "launch"])
+def test_screen_snapshots(snap_compare, step, size):
+    async def run_before(pilot):
+        if step == "model":
+            await pilot.press("n")
+            await pilot.pause()
+        elif step != "host":
+            await to_plan(pilot)
+        if step in ("plan", "launch"):
+            await set_input(pilot, "context", "163840")
+            await set_input(pilot, "concurrency", "2")
+        if step == "launch":
+            await pilot.press("ctrl+n")
+        await pilot.pause(0.3)
+        pilot.app.screen.set_focus(None)  # no blinking cursor in the frame
+        await pilot.pause(0.3)
+
+    assert snap_compare(app_for(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.docker
+def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image, checkpoint, state_home):
+    from conftest import free_port
+
+    from ktwizard.tui.monitor_app import MonitorScreen
+
+    port = free_port()
+    name = f"ktw-wizard-{port}"
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot, weights=checkpoint)
+            await set_input(pilot, "context", "163840")
+            await set_input(pilot, "concurrency", "2")
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            s = app.screen
+            s.query_one("#image").value = standin_image
+            s.query_one("#name").value = name
+            s.query_one("#port").value = str(port)
+            s.query_one("#gpu-mode").value = "none"
+            s.query_one("#env").value = "STANDIN_STEP_S=0.05"
+            s.query_one("#formats").focus()
+            await pilot.press("l")
+            for _ in range(300):
+                await pilot.pause(0.1)
+                if isinstance(app.screen, MonitorScreen) and app.screen.samples >= 2:
+                    break
+            assert isinstance(app.screen, MonitorScreen), [line for line in s.query_one("#launch-log").lines]
+            assert "decode" in app.screen.query_one("#throughput").plain
+
+    try:
+        asyncio.run(go())
+    finally:
+        run_cli("stop", name)

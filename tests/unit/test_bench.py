@@ -1,0 +1,93 @@
+"""Benchmark against the stand-in in a real container, the decode forecast against the recipe, client snippets."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import run_cli
+
+from ktwizard.bench.client import StreamResult
+from ktwizard.bench.report import BenchReport, DecodeRow, PrefillRow, csv_text, markdown
+from ktwizard.bench.runner import steady_rate
+from ktwizard.host.spec import load_host
+from ktwizard.models.presets import get_preset, recipe_for
+from ktwizard.planner.core import plan
+from ktwizard.planner.forecast import forecast
+from ktwizard.planner.types import Goals
+from ktwizard.render.clients import copilot_entry
+
+
+def test_bad_bench_input():
+    out = run_cli("bench", "--url", "http://127.0.0.1:9", "--contexts", "8q")
+    assert out.returncode == 2 and "token counts" in out.stderr
+    out = run_cli("bench", "--url", "http://127.0.0.1:9")
+    assert out.returncode == 1 and "did not answer" in out.stderr
+
+
+def test_steady_rate_excludes_first_token_and_warmup():
+    # two streams: tokens every 0.1 s from t=1 (stream a) and t=1.05 (stream b), 20 tokens each
+    a = StreamResult(10, 20, 1.0, tuple(1.0 + 0.1 * i for i in range(20)), 0.0)
+    b = StreamResult(10, 20, 1.05, tuple(1.05 + 0.1 * i for i in range(20)), 0.0)
+    rate = steady_rate([a, b], warmup=2)
+    # window: from b's 3rd token (1.25) to a's last (2.9): a has tokens 1.3..2.9 (17), b 1.35..2.85 (16)
+    assert rate == pytest.approx(33 / (2.9 - 1.25))
+
+
+def test_report_renderings_compare_with_the_recipe():
+    pub = recipe_for("kimi-k2.7-code").benchmarks
+    r = BenchReport(
+        url="u",
+        model="m",
+        prefill=(PrefillRow(8192, 8189, (16.0, 16.4)),),
+        decode=(DecodeRow(0, 1, (18.0, 19.0)), DecodeRow(0, 2, (24.0,))),
+        published=pub,
+    )
+    md = markdown(r)
+    assert f"{8189 / 16.2 / 501:.2f}x" in md  # the median TTFT's throughput over the recipe's 501 tok/s
+    assert f"{18.5 / 18.1:.2f}x recipe" in md and f"{24.0 / 23.5:.2f}x recipe" in md and "±0.5" in md
+    rows = csv_text(r).splitlines()
+    assert rows[0].startswith("kind,context") and len(rows) == 4
+
+
+CTX = {"0": 0, "8k": 8192, "16k": 16384, "32k": 32768, "64k": 65536, "128k": 131072}
+
+
+def test_forecast_within_25_percent_of_the_recipe_at_concurrency_1():
+    recipe = recipe_for("kimi-k2.7-code")
+    host = load_host(recipe.host)
+    spec = get_preset("kimi-k2.7-code").spec()
+    for row in recipe.benchmarks["decode"]:
+        f = forecast(
+            host,
+            spec,
+            "RAWINT4",
+            recipe.flags["kt_num_gpu_experts"],
+            1,
+            host.gpus.devices[0].name,
+            CTX[str(row["context"])],
+            1,
+        )
+        assert f.bound_tok_s > f.estimate_tok_s
+        assert f.estimate_tok_s == pytest.approx(row["c1"], rel=0.25), row
+    # the bound is the test's own arithmetic: active CPU experts over 614.4 GB/s, then the GPU part over 1.79 TB/s
+    H, I = 7168, 2048
+    cpu_expert = 3 * H * I // 2 + 4 * (2 * I * (H // 32) + H * (I // 32))
+    f = forecast(host, spec, "RAWINT4", 8, 1, host.gpus.devices[0].name, 0, 1)
+    assert f.cpu_bytes_per_token == int(8 * (1 - 8 / 384) * 60 * cpu_expert)
+    assert f.cpu_bandwidth == 12 * 6400e6 * 8
+
+
+def test_plan_carries_the_forecast_and_copilot_entry():
+    p = get_preset("kimi-k2.7-code")
+    r = plan(
+        load_host("rtx-pro-6000-epyc-9355"), p.spec(), Goals(context=163840, concurrency=2), p.sglang, recipe_for(p.id)
+    )
+    assert r.forecast and 10 < r.forecast.estimate_tok_s < 30
+    entry, notes = copilot_entry(r)
+    m = entry["models"][0]
+    assert entry["apiType"] == "chat-completions" and "kimi-k2.7-code" in m["id"] and not notes
+    assert m["maxInputTokens"] + m["maxOutputTokens"] == 163840 and m["maxOutputTokens"] == 32768
+    assert m["url"].endswith("/v1/chat/completions") and m["toolCalling"] and m["thinking"]
+    r2 = plan(load_host("rtx-pro-6000-epyc-9355"), p.spec(), Goals(context=65536, served_name="my-kimi"), p.sglang)
+    assert copilot_entry(r2)[1]  # warns that Copilot's Kimi handling keys on the model id
+    out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", "clients")
+    assert out.returncode == 0 and "curl -s http://127.0.0.1:30000/v1/chat/completions" in out.stdout

@@ -1,0 +1,364 @@
+"""Presets and checkpoint inspection, checked with the test's own arithmetic and the reference's byte tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+import yaml
+from conftest import ORACLES, run_cli
+from safetensors_fixture import nbytes, write_checkpoint, write_shard
+
+from ktwizard.errors import BadInput
+from ktwizard.models.inspect import inspect_checkpoint
+from ktwizard.models.presets import all_presets, get_preset
+
+FACTS = {
+    n: yaml.safe_load(b)
+    for n, b in re.findall(r"### (\S+)\n\n```yaml\n(.*?)```", (ORACLES / "model-facts.md").read_text(), re.S)
+}
+BLOCK = {"deepseek-r1": "deepseek-v3", "glm-4.6": "glm-4.6-4.7", "glm-4.7": "glm-4.6-4.7"}
+CATALOG = json.loads((ORACLES / "sglang-kt-0.7.2-server-args.json").read_text())["flags"]
+
+
+def choices(flag: str) -> list[str]:
+    return next(f["choices"] for f in CATALOG if flag in f["flags"])
+
+
+def own_params(cfg: dict) -> dict:
+    """Parameter counts from raw config facts by formula: {total, embed, head, routed_per_expert, moe_layers, k}."""
+    c = cfg.get("text_config", cfg)
+    arch = c["architectures"][0]
+    H, L, V = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
+    heads = c["num_attention_heads"]
+    kv = c.get("num_key_value_heads", heads)
+    hd = c.get("head_dim", H // heads)
+    E = c.get("n_routed_experts") or c.get("num_experts") or c.get("num_local_experts")
+    k = c["num_experts_per_tok"]
+    if "n_routed_experts" in c and arch.startswith(("Deepseek", "Glm")):
+        moe = [i for i in range(L) if i >= c.get("first_k_dense_replace", 0)]
+        Im, Id = c["moe_intermediate_size"], c["intermediate_size"]
+        shared = c.get("n_shared_experts", 0) * Im
+    elif "num_experts" in c:
+        moe, Im, Id = list(range(L)), c["moe_intermediate_size"], 0
+        shared = c.get("shared_expert_intermediate_size", 0)
+    else:
+        moe, Im, Id, shared = list(range(L)), c["intermediate_size"], 0, 0
+    total = V * H * (1 if c.get("tie_word_embeddings") else 2) + H
+    per_expert = 3 * H * Im + (2 * Im + H if arch == "GptOssForCausalLM" else 0)
+    for i in range(L):
+        p = 2 * H
+        if arch.startswith("Deepseek"):
+            ql, kl, nope, rope, v = (
+                c.get("q_lora_rank"),
+                c["kv_lora_rank"],
+                c["qk_nope_head_dim"],
+                c["qk_rope_head_dim"],
+                c["v_head_dim"],
+            )
+            p += (H * ql + ql + ql * heads * (nope + rope)) if ql else H * heads * (nope + rope)
+            p += H * (kl + rope) + kl + kl * heads * (nope + v) + heads * v * H
+            if "index_topk" in c:
+                ih, idim = c["index_n_heads"], c["index_head_dim"]
+                p += ql * ih * idim + H * idim + 2 * idim + H * ih
+        elif arch == "Qwen3NextForCausalLM" and (i + 1) % c["full_attention_interval"] != 0:
+            kh, kd, vh, vd, ck = (
+                c["linear_num_key_heads"],
+                c["linear_key_head_dim"],
+                c["linear_num_value_heads"],
+                c["linear_value_head_dim"],
+                c["linear_conv_kernel_dim"],
+            )
+            p += H * (2 * kh * kd + 2 * vh * vd) + H * 2 * vh + (2 * kh * kd + vh * vd) * ck + 2 * vh + vd + vh * vd * H
+        else:
+            gate = 2 if arch == "Qwen3NextForCausalLM" else 1
+            p += H * heads * hd * gate + 2 * H * kv * hd + heads * hd * H
+            if arch in ("Glm4MoeForCausalLM", "GptOssForCausalLM"):
+                p += heads * hd + 2 * kv * hd
+            if arch == "GptOssForCausalLM":
+                p += H + heads
+            if arch in ("Qwen3MoeForCausalLM", "Qwen3NextForCausalLM") or (
+                arch == "Glm4MoeForCausalLM" and c.get("use_qk_norm", True)
+            ):
+                p += 2 * hd
+            if arch == "MiniMaxM2ForCausalLM":
+                p += heads * hd + kv * hd
+        if i in moe:
+            p += E * H + E * per_expert + 3 * H * shared
+            if c.get("topk_method") == "noaux_tc" or arch in (
+                "Glm4MoeForCausalLM",
+                "MiniMaxM2ForCausalLM",
+                "GptOssForCausalLM",
+            ):
+                p += E
+            if arch == "Qwen3NextForCausalLM":
+                p += H
+        else:
+            p += 3 * H * Id
+        total += p
+    return {
+        "total": total,
+        "embed": V * H,
+        "head": 0 if c.get("tie_word_embeddings") else V * H,
+        "per_expert": per_expert,
+        "moe_layers": len(moe),
+        "E": E,
+        "k": k,
+    }
+
+
+def vendor_matches(computed: float, published: float) -> bool:
+    """Within 1 %, or equal to the published figure at its stated precision (rounded or truncated): '37B', '3.3B'."""
+    if abs(computed - published) <= 0.01 * published:
+        return True
+    text = f"{published / 1e9:g}"
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    scale = 10**decimals
+    return (
+        round(computed / 1e9 * scale) / scale == published / 1e9
+        or math.floor(computed / 1e9 * scale) / scale == published / 1e9
+    )
+
+
+@pytest.mark.parametrize("pid", sorted(all_presets()))
+def test_preset_params_agree_with_published(pid):
+    p = get_preset(pid)
+    own = own_params(p.config)
+    spec = p.spec()
+    assert spec.params_total == own["total"]  # the code's inventory equals the formula, to the parameter
+    assert abs(own["total"] - p.published["total_params"]) <= 0.01 * p.published["total_params"]
+    active = (
+        own["total"]
+        - own["E"] * own["per_expert"] * own["moe_layers"]
+        + own["k"] * own["per_expert"] * own["moe_layers"]
+    )
+    assert spec.params_active == active
+    counts = p.published["active_counts"]
+    if counts in ("no_embedding", "no_embedding_no_head"):
+        active -= own["embed"]
+    if counts == "no_embedding_no_head":
+        active -= own["head"]
+    assert vendor_matches(active, p.published["active_params"]), (active, p.published)
+
+
+@pytest.mark.parametrize("pid", sorted(all_presets()))
+def test_preset_bytes_agree_with_reference_tables(pid):
+    """Expert, non-expert and KV bytes equal the reference's independently derived byte counts."""
+    spec = get_preset(pid).spec()
+    d = FACTS[BLOCK.get(pid, pid)]["derived"]
+    assert spec.expert_bytes_native == d["expert_bytes_native"]
+    assert spec.routed_bytes == d["routed_bytes_all_layers_native"]
+    assert spec.kv_cell_bytes() == d["kv_cache_bytes_per_token_bf16"]
+    # the reference counts GLM-4.5-Air with q/k norms its config turns off (use_qk_norm: false):
+    # 2 x 128 x 2 B x 46 layers
+    slack = 2 * 128 * 2 * 46 if pid == "glm-4.5-air" else 0
+    # Qwen3-Next: the reference and ktwizard size the small gated-DeltaNet norms differently (4,608 B in 4.7 GB)
+    slack += 4608 if pid == "qwen3-next-80b-a3b" else 0
+    assert abs(spec.non_expert_bytes - d["non_expert_bytes_native"]) <= slack
+
+
+@pytest.mark.parametrize("pid", sorted(all_presets()))
+def test_preset_parsers_are_sglang_choices(pid):
+    hints = get_preset(pid).sglang
+    if hints.tool_call_parser:
+        assert hints.tool_call_parser in choices("--tool-call-parser")
+    if hints.reasoning_parser:
+        assert hints.reasoning_parser in choices("--reasoning-parser")
+    assert hints.attention_backend in choices("--attention-backend")
+
+
+def deepseek_tensors(cfg: dict, fp8: bool) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The test's own tensor list for a DeepSeek-V2/V3 checkpoint (with MTP layers when the config has them)."""
+    H, V, E = cfg["hidden_size"], cfg["vocab_size"], cfg["n_routed_experts"]
+    heads, kl, nope, rope, v, ql = (
+        cfg["num_attention_heads"],
+        cfg["kv_lora_rank"],
+        cfg["qk_nope_head_dim"],
+        cfg["qk_rope_head_dim"],
+        cfg["v_head_dim"],
+        cfg.get("q_lora_rank"),
+    )
+    Im, Id = cfg["moe_intermediate_size"], cfg["intermediate_size"]
+
+    def lin(name, o, i):
+        if not fp8:
+            return [(f"{name}.weight", "BF16", (o, i))]
+        return [
+            (f"{name}.weight", "F8_E4M3", (o, i)),
+            (f"{name}.weight_scale_inv", "F32", (-(-o // 128), -(-i // 128))),
+        ]
+
+    out = [
+        ("model.embed_tokens.weight", "BF16", (V, H)),
+        ("model.norm.weight", "BF16", (H,)),
+        ("lm_head.weight", "BF16", (V, H)),
+    ]
+    for i in range(cfg["num_hidden_layers"] + cfg.get("num_nextn_predict_layers", 0)):
+        p = f"model.layers.{i}"
+        out += [(f"{p}.input_layernorm.weight", "BF16", (H,)), (f"{p}.post_attention_layernorm.weight", "BF16", (H,))]
+        if ql:
+            out += (
+                lin(f"{p}.self_attn.q_a_proj", ql, H)
+                + [(f"{p}.self_attn.q_a_layernorm.weight", "BF16", (ql,))]
+                + lin(f"{p}.self_attn.q_b_proj", heads * (nope + rope), ql)
+            )
+        else:
+            out += lin(f"{p}.self_attn.q_proj", heads * (nope + rope), H)
+        out += lin(f"{p}.self_attn.kv_a_proj_with_mqa", kl + rope, H) + [
+            (f"{p}.self_attn.kv_a_layernorm.weight", "BF16", (kl,))
+        ]
+        out += lin(f"{p}.self_attn.kv_b_proj", heads * (nope + v), kl) + lin(f"{p}.self_attn.o_proj", H, heads * v)
+        if i < cfg["first_k_dense_replace"]:
+            out += lin(f"{p}.mlp.gate_proj", Id, H) + lin(f"{p}.mlp.up_proj", Id, H) + lin(f"{p}.mlp.down_proj", H, Id)
+            continue
+        out.append((f"{p}.mlp.gate.weight", "BF16", (E, H)))
+        if cfg.get("topk_method") == "noaux_tc":
+            out.append((f"{p}.mlp.gate.e_score_correction_bias", "F32", (E,)))
+        for j in range(E):
+            out += (
+                lin(f"{p}.mlp.experts.{j}.gate_proj", Im, H)
+                + lin(f"{p}.mlp.experts.{j}.up_proj", Im, H)
+                + lin(f"{p}.mlp.experts.{j}.down_proj", H, Im)
+            )
+        S = cfg["n_shared_experts"] * Im
+        out += (
+            lin(f"{p}.mlp.shared_experts.gate_proj", S, H)
+            + lin(f"{p}.mlp.shared_experts.up_proj", S, H)
+            + lin(f"{p}.mlp.shared_experts.down_proj", H, S)
+        )
+    return out
+
+
+def own_groups(tensors, layers: int) -> dict[str, int]:
+    g: dict[str, int] = {}
+    for name, dtype, shape in tensors:
+        m = re.match(r"model\.layers\.(\d+)\.", name)
+        if m and int(m.group(1)) >= layers:
+            key = "mtp"
+        elif ".experts." in name:
+            key = "routed_experts"
+        elif ".shared_experts." in name:
+            key = "shared_experts"
+        elif ".mlp.gate." in name:
+            key = "router"
+        elif ".mlp." in name:
+            key = "dense_mlp"
+        elif "layernorm.weight" in name and "self_attn" not in name or name == "model.norm.weight":
+            key = "norms"
+        elif "self_attn" in name:
+            key = "attention"
+        else:
+            key = "embeddings" if "embed" in name else "lm_head"
+        g[key] = g.get(key, 0) + nbytes(dtype, shape)
+    return g
+
+
+def test_header_only_v2_lite_round_trips_and_equals_preset(tmp_path):
+    cfg = get_preset("deepseek-v2-lite").config
+    tensors = deepseek_tensors(cfg, fp8=False)
+    write_checkpoint(tmp_path / "DeepSeek-V2-Lite", cfg, tensors, shards=3)
+    result = inspect_checkpoint(tmp_path / "DeepSeek-V2-Lite")
+    assert result.spec.exact and result.files == 3 and result.tensors == len(tensors)
+    assert {k: v for k, v in result.spec.bytes_by_group.items()} == own_groups(tensors, cfg["num_hidden_layers"])
+    assert result.spec == get_preset("deepseek-v2-lite").spec()
+    assert any("headers without their full data" in n for n in result.notes)
+    assert not any("differ" in n or "not in the headers" in n for n in result.notes)
+
+
+def test_sparse_fp8_v3_with_mtp_is_exact(tmp_path):
+    cfg = get_preset("deepseek-v3").config
+    tensors = deepseek_tensors(cfg, fp8=True)
+    write_checkpoint(tmp_path / "v3", cfg, tensors, shards=4, sparse=True)
+    result = inspect_checkpoint(tmp_path / "v3")
+    groups = own_groups(tensors, cfg["num_hidden_layers"])
+    assert result.spec.bytes_by_group == {k: v for k, v in groups.items() if k != "mtp"}
+    assert result.spec.mtp_bytes == groups["mtp"] > 0
+    assert result.spec.non_expert_bytes == sum(v for k, v in groups.items() if k not in ("routed_experts", "mtp"))
+    assert result.notes == ()  # sparse files hold their full data region on paper
+    assert result.spec == get_preset("deepseek-v3").spec()
+    per_layer = {lb.layer: lb.routed for lb in result.spec.per_layer}
+    assert per_layer[0] == 0 and per_layer[3] == groups["routed_experts"] // 58
+
+
+def test_headers_that_disagree_with_config_are_reported(tmp_path):
+    cfg = dict(get_preset("deepseek-v2-lite").config)
+    tensors = deepseek_tensors(cfg, fp8=False)
+    cfg["moe_intermediate_size"] = 1536  # the config lies about the expert width
+    write_checkpoint(tmp_path / "m", cfg, tensors, shards=1)
+    notes = " ".join(inspect_checkpoint(tmp_path / "m").notes)
+    assert "differ from config.json" in notes and "experts.0.gate_proj" in notes
+
+
+def test_bad_checkpoints_say_which_file(tmp_path):
+    with pytest.raises(BadInput, match="config.json: missing"):
+        (tmp_path / "a").mkdir()
+        inspect_checkpoint(tmp_path / "a")
+    (tmp_path / "a/config.json").write_text("{bad")
+    with pytest.raises(BadInput, match="not valid JSON"):
+        inspect_checkpoint(tmp_path / "a")
+    cfg = get_preset("deepseek-v2-lite").config
+    (tmp_path / "a/config.json").write_text(json.dumps(cfg))
+    with pytest.raises(BadInput, match="no \\*.safetensors"):
+        inspect_checkpoint(tmp_path / "a")
+    (tmp_path / "a/model.safetensors").write_bytes(b"\x01\x02")
+    with pytest.raises(BadInput, match="truncated"):
+        inspect_checkpoint(tmp_path / "a")
+    (tmp_path / "a/model.safetensors").write_bytes((10**9).to_bytes(8, "little") + b"{}")
+    with pytest.raises(BadInput, match=r"model\.safetensors: header length .* past the end"):
+        inspect_checkpoint(tmp_path / "a")
+    (tmp_path / "a/config.json").write_text(json.dumps({**cfg, "architectures": ["LlamaForCausalLM"]}))
+    with pytest.raises(BadInput, match="unknown architecture 'LlamaForCausalLM'"):
+        inspect_checkpoint(tmp_path / "a")
+    (tmp_path / "a/config.json").write_text(json.dumps(cfg))
+    write_shard(
+        tmp_path / "a/model.safetensors",
+        [
+            ("model.layers.1.mlp.experts.0.gate_proj.weight", "BF16", (1408, 2048)),
+            ("model.layers.1.mlp.experts.1.gate_proj.weight", "F8_E4M3", (1408, 2048)),
+        ],
+    )
+    with pytest.raises(BadInput, match="mixed formats"):
+        inspect_checkpoint(tmp_path / "a")
+
+
+def test_dense_model_is_refused():
+    from ktwizard.models.config import parse_config
+
+    cfg = {**get_preset("qwen3-30b-a3b").config, "num_experts": 0}
+    with pytest.raises(BadInput, match="no MoE layers"):
+        parse_config(cfg)
+
+
+def test_presets_command():
+    out = run_cli("presets", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    ids = {r["id"] for r in rows}
+    for needed in (
+        "kimi-k2-instruct",
+        "kimi-k2-thinking",
+        "kimi-k2.5",
+        "kimi-k2.6",
+        "kimi-k2.7-code",
+        "deepseek-v2",
+        "deepseek-v2-lite",
+        "deepseek-v3",
+        "deepseek-r1",
+        "deepseek-v3.1",
+        "deepseek-v3.2",
+        "qwen3-30b-a3b",
+        "qwen3-235b-a22b",
+        "qwen3-coder-480b-a35b",
+        "qwen3-next-80b-a3b",
+        "glm-4.5",
+        "glm-4.5-air",
+        "glm-4.6",
+        "glm-4.7",
+        "minimax-m2",
+        "gpt-oss-120b",
+        "mixtral-8x7b",
+    ):
+        assert needed in ids
+    assert run_cli("presets").returncode == 0

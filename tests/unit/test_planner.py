@@ -1,0 +1,257 @@
+"""The planner, checked with arithmetic the test does itself from the model and host facts."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+import yaml
+from conftest import HOSTS, ORACLES, run_cli
+
+from ktwizard.host.probe import probe
+from ktwizard.host.spec import load_host
+from ktwizard.models.presets import all_presets, get_preset, recipe_for
+from ktwizard.planner.core import plan
+from ktwizard.planner.types import Goals
+from ktwizard.render import args as render_args
+from ktwizard.render.formats import render
+
+GiB = 2**30
+CATALOG = {
+    name: f
+    for f in json.loads((ORACLES / "sglang-kt-0.7.2-server-args.json").read_text())["flags"]
+    for name in f["flags"]
+}
+KIMI = yaml.safe_load(
+    (ORACLES / "model-facts.md").read_text().split("### kimi-k2.7-code\n\n```yaml\n")[1].split("```")[0]
+)
+
+
+def kimi_plan(**goals):
+    p = get_preset("kimi-k2.7-code")
+    g = {"context": 163840, "concurrency": 2, **goals}
+    return plan(load_host("rtx-pro-6000-epyc-9355"), p.spec(), Goals(**g), p.sglang, recipe_for(p.id))
+
+
+def check_catalog(result) -> None:
+    """Every flag exists in sglang-kt 0.7.2's catalog with a value of the right type and one of its choices."""
+    for f in result.flags:
+        assert f.name in CATALOG, f.name
+        entry = CATALOG[f.name]
+        if entry.get("action") == "store_true":
+            assert f.value is True, f.name
+            continue
+        values = f.value if isinstance(f.value, tuple) else (f.value,)
+        for v in values:
+            kind = entry.get("type")
+            if kind == "int":
+                int(str(v))
+            elif kind == "float":
+                float(str(v))
+            if entry.get("choices"):
+                assert str(v) in entry["choices"], (f.name, v)
+        assert f.why
+
+
+def test_recipe_host_kimi_fits_and_matches_recipe_where_it_should():
+    r = kimi_plan()
+    recipe = recipe_for("kimi-k2.7-code").flags
+    assert r.fits and not r.overflows
+    assert r.flag("--kt-method") == recipe["kt_method"] == "RAWINT4"
+    assert r.flag("--kt-cpuinfer") == recipe["kt_cpuinfer"] == 24  # 32 physical cores - a quarter kept
+    assert r.flag("--kt-threadpool-count") == recipe["kt_threadpool_count"] == 1
+    assert r.flag("--max-total-tokens") == recipe["max_total_tokens"] == 327680
+    assert r.flag("--context-length") == 163840 and r.flag("--max-running-requests") == 2
+    assert r.flag("--kt-gpu-prefill-token-threshold") == recipe["kt_gpu_prefill_token_threshold"]
+    assert r.flag("--chunked-prefill-size") == recipe["chunked_prefill_size"]
+    assert r.flag("--attention-backend") == "flashinfer" and r.flag("--fp8-gemm-backend") == "triton"
+    assert r.flag("--tool-call-parser") == r.flag("--reasoning-parser") == "kimi_k2"
+    assert r.gpu_experts >= recipe["kt_num_gpu_experts"]
+    env = {e.name: e.value for e in r.env}
+    assert env["SGLANG_ENABLE_JIT_DEEPGEMM"] == "0" and env["OMP_NUM_THREADS"] == "8" and env["HF_HUB_OFFLINE"] == "1"
+    # where ktwizard differs from the recipe, --explain says so and why
+    text = render(r, "table", explain=True)
+    for flag in ("--kt-num-gpu-experts", "--mem-fraction-static"):
+        if r.flag(flag) != recipe[flag[2:].replace("-", "_")]:
+            assert f"uses {flag} {recipe[flag[2:].replace('-', '_')]}" in text
+    check_catalog(r)
+
+
+def test_recipe_budget_lines_recomputed_independently():
+    r = kimi_plan()
+    (b,) = r.gpu_budgets
+    H, I, E, L, moe = 7168, 2048, 384, 61, 60  # noqa: E741
+    expert = 3 * H * I // 2 + 2 * (2 * I * (H // 32) + H * (I // 32)) + 3 * 8  # INT4 g32 + bf16 scales + shapes
+    assert expert == KIMI["derived"]["expert_bytes_native"]
+    assert b.item("KV pool") == 327680 * (512 + 64) * L * 2
+    assert b.item("GPU experts") == r.gpu_experts * moe * expert
+    assert b.item("non-expert weights") == KIMI["derived"]["non_expert_bytes_native"]  # TP 1: all of it
+    assert b.item("layerwise-prefill layer") == E * expert
+    assert b.item("KT staging buffer") == 16384 * H * 2
+    assert b.total == 96 * GiB and b.used == sum(i.bytes for i in b.items) and b.free >= 0
+    # SGLang's sizing: the static region holds weights + KV; the rest holds everything allocated later
+    mfs = r.mem_fraction_static
+    static = sum(i.bytes for i in b.items if i.phase in ("before", "weights", "kv"))
+    later = sum(i.bytes for i in b.items if i.phase == "runtime")
+    assert static <= b.total * mfs and later <= b.total * (1 - mfs)
+    # one more GPU expert per layer would not fit
+    assert b.free < moe * expert
+    (host, node) = r.host_budgets
+    cpu_expert = 3 * H * I // 2 + 4 * (2 * I * (H // 32) + H * (I // 32))  # RAWINT4 in RAM: fp32 scales
+    assert node.item("CPU experts") == host.item("CPU experts") == E * moe * cpu_expert
+    assert host.capacity == 768 * GiB and host.fits
+
+
+def test_tp4_splits_non_expert_weights_and_keeps_mla_kv_whole():
+    p = get_preset("kimi-k2-thinking")
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=65536), p.sglang)
+    assert r.tp == 4 and len(r.gpu_budgets) == 4 and r.flag("--kt-threadpool-count") == 2
+    g = p.spec().bytes_by_group
+    replicated = g["norms"] + g["router"]
+    assert r.gpu_budgets[0].item("non-expert weights") == replicated + -(-(p.spec().non_expert_bytes - replicated) // 4)
+    assert r.gpu_budgets[0].item("KV pool") == 65536 * 576 * 61 * 2  # MLA latent cache is not split by TP
+    assert r.gpu_budgets[0].item("NCCL buffers") == 4 * GiB // 8
+    assert r.flag("--kt-cpuinfer") == 112 - 8
+    check_catalog(r)
+
+
+@pytest.mark.parametrize("pid", sorted(all_presets()))
+def test_every_preset_plans_with_valid_flags(pid):
+    p = get_preset(pid)
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(concurrency=2), p.sglang, recipe_for(pid))
+    check_catalog(r)
+    assert r.flag("--kt-num-gpu-experts") == r.gpu_experts <= p.spec().routed_experts
+    for b in r.gpu_budgets:
+        assert b.used == sum(i.bytes for i in b.items)
+        if r.fits:
+            assert b.free >= 0
+
+
+def test_gqa_kv_is_split_by_tp():
+    p = get_preset("qwen3-235b-a22b")
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=32768), p.sglang)
+    assert r.gpu_budgets[0].item("KV pool") == 32768 * 2 * (4 // 4) * 128 * 94 * 2
+
+
+def test_does_not_fit_host_ram_exit_3():
+    host = probe(root=str(HOSTS / "desktop-avx2"), with_engine=False)
+    p = get_preset("kimi-k2.7-code")
+    r = plan(host, p.spec(), Goals(context=8192), p.sglang)
+    assert not r.fits and any("host RAM" in o for o in r.overflows)
+    out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", str(HOSTS.parent / "none"), "--context", "8192")
+    assert out.returncode == 2  # no such host file
+    host_file = HOSTS.parent / "desktop.json"
+    try:
+        host_file.write_text(render_host_json(host))
+        out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", str(host_file), "--context", "8192")
+        assert out.returncode == 3 and "DOES NOT FIT" in out.stdout and "host RAM is over" in out.stdout
+    finally:
+        host_file.unlink()
+
+
+def render_host_json(host) -> str:
+    from ktwizard.serial import dump_json
+
+    return dump_json(host)
+
+
+def test_gpu_overflow_gives_ranked_changes_that_fit():
+    p = get_preset("deepseek-v3")
+    host = load_host("xeon-2s-amx-4x4090-48gb")
+    r = plan(host, p.spec(), Goals(context=163840, concurrency=4, gpus=(0,)), p.sglang)
+    assert not r.fits and r.overflows and r.suggestions
+    for s in r.suggestions:
+        assert plan(host, p.spec(), s.goals, p.sglang).fits, s.change
+    # asking for more GPU experts than fit is refused with the same promise
+    r = plan(host, p.spec(), Goals(context=8192, gpu_experts=200, gpus=(0,)), p.sglang)
+    assert not r.fits and any(s.change == "--gpu-experts 0" for s in r.suggestions)
+
+
+def test_auto_context_shrinks_to_fit_and_says_so():
+    p = get_preset("deepseek-v3")
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(concurrency=8, gpus=(0,)), p.sglang)
+    assert r.fits and r.flag("--context-length") < 131072
+    assert any("Context shortened" in n.text for n in r.notices)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--context", "0"], "at least 1 token"),
+        (["--concurrency", "0"], "1 to 4096"),
+        (["--gpus", "0,1"], "GPU 1 does not exist"),
+        (["--method", "AMXINT4"], "cannot run it"),
+        (["--gpu-experts", "999"], "give 0 to 384"),
+        (["--context", "9999999"], "supports at most"),
+    ],
+)
+def test_invalid_goals_exit_2(argv, message):
+    out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", *argv)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_dense_checkpoint_exit_2(tmp_path):
+    cfg = {**get_preset("qwen3-30b-a3b").config, "num_experts": 0}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    out = run_cli("plan", "--model", str(tmp_path), "--host", "rtx-pro-6000-epyc-9355")
+    assert out.returncode == 2 and "no MoE layers" in out.stderr
+
+
+def test_no_gpu_host_is_a_clear_error():
+    out = run_cli("plan", "--preset", "qwen3-30b-a3b", "--host", str(HOSTS.parent / "hosts/container-quota"))
+    assert out.returncode == 2  # a folder is not a profile file
+    host = probe(root=str(HOSTS / "container-quota"), with_engine=False)
+    from ktwizard.errors import BadInput
+
+    with pytest.raises(BadInput, match="no GPU to plan for"):
+        plan(host, get_preset("qwen3-30b-a3b").spec(), Goals())
+
+
+def test_renderings_quote_paths_and_bind_localhost(tmp_path):
+    r = kimi_plan(weights="/data/my models/Kimi K2.7", chat_template="/t/a b.jinja")
+    argv = render_args.argv(r)
+    shell = render(r, "shell")
+    exec_line = shell.split("exec ", 1)[1].replace("\\\n", " ")
+    assert shlex.split(exec_line)[3:] == argv
+    assert "export PYTORCH_ALLOC_CONF=expandable_segments:True" in shell
+    docker = render(r, "docker")
+    words = shlex.split(docker.replace("\\\n", " "))
+    assert "127.0.0.1:30000:30000" in words and "--ipc=host" in words and "--cap-add=SYS_NICE" in words
+    assert "/data/my models/Kimi K2.7:/models/Kimi K2.7:ro" in words
+    assert (
+        words[words.index("--model-path") + 1] == "/models/Kimi K2.7" and words[words.index("--host") + 1] == "0.0.0.0"
+    )
+    compose = yaml.safe_load(render(r, "compose"))["services"]["sglang"]
+    assert compose["ports"] == ["127.0.0.1:30000:30000"] and compose["ipc"] == "host"
+    assert all(v["read_only"] for v in compose["volumes"])
+    assert render(r, "args").splitlines()[0] == "--model-path /data/my models/Kimi K2.7"
+    assert json.loads(render(r, "json"))["max_total_tokens"] == 327680
+    assert yaml.safe_load(render(r, "yaml"))["method"] == "RAWINT4"
+    r2 = kimi_plan(bind="0.0.0.0")
+    assert "0.0.0.0:30000:30000" in render(r2, "docker")
+
+
+def test_plan_round_trips_through_json():
+    from ktwizard.planner.types import Plan
+    from ktwizard.serial import from_data
+
+    r = kimi_plan()
+    again = from_data(Plan, json.loads(render(r, "json")))
+    assert again == r and again.digest == r.digest
+
+
+def test_cli_plan_json_does_not_import_textual_or_docker():
+    code = (
+        "import sys, io, contextlib, ktwizard.cli as c\n"
+        "with contextlib.redirect_stdout(io.StringIO()): "
+        "c.main(['plan','--preset','kimi-k2.7-code','--host','rtx-pro-6000-epyc-9355','--format','json'])\n"
+        "assert 'textual' not in sys.modules and 'docker' not in sys.modules and 'httpx' not in sys.modules, "
+        "sorted(sys.modules)"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
