@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.host.profile import HostProfile
 from ktwizard.models.presets import Recipe, SglangHints, all_presets, get_preset, recipe_for
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.types import Goals
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -59,18 +64,87 @@ def resolve_host(ref: str | None, weights: str | None = None) -> HostProfile:
     return probe(weights_dir=weights, with_engine=False)
 
 
+MAX_TOKENS = 16 * 2**20  # no model reads more than this many tokens: larger numbers are typing errors
+
+
+def parse_tokens(text: str, flag: str) -> int:
+    """A token count as people write it: 163840, 160k, 1.5k (k = 1024), bounded and finite."""
+    t = text.strip().lower().replace("_", "")
+    try:
+        value = float(t[:-1]) * 1024 if t.endswith("k") else float(t)
+    except ValueError:
+        raise BadInput(f"{flag} {text}: give token counts such as 163840 or 160k") from None
+    if not math.isfinite(value) or value != int(value) or not 0 <= value <= MAX_TOKENS:
+        raise BadInput(f"{flag} {text}: give a whole token count from 0 to {MAX_TOKENS}")
+    return int(value)
+
+
+def parse_token_list(text: str, flag: str) -> tuple[int, ...]:
+    """Comma-separated token counts: 0,8k,16k,128k."""
+    parts = [p for p in text.split(",") if p.strip()]
+    if not parts or len(parts) > 64:
+        raise BadInput(f"{flag} {text}: give 1 to 64 token counts such as 0,8k,16k,128k")
+    return tuple(parse_tokens(p, flag) for p in parts)
+
+
+def parse_count(text: str, flag: str, low: int = 0, high: int = 1 << 20) -> int:
+    """A whole number in [low, high]."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise BadInput(f"{flag} {text}: give a whole number") from None
+    if not low <= value <= high:
+        raise BadInput(f"{flag} {value}: give {low} to {high}")
+    return value
+
+
 def parse_gpus(text: str | None) -> tuple[int, ...] | None:
-    if text is None or text == "all":
+    """all (None), none (()), or distinct GPU indices such as 0,1."""
+    if text is None or text.strip() in ("", "all"):
         return None
-    if text == "none":
+    if text.strip() == "none":
         return ()
     try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
+        ids = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise BadInput(f"--gpus {text}: give all, none, or GPU indices such as 0,1") from None
+    if any(i < 0 or i > 1023 for i in ids):
+        raise BadInput(f"--gpus {text}: GPU indices are 0 or more")
+    if len(set(ids)) != len(ids):
+        raise BadInput(f"--gpus {text}: a GPU is named twice; tensor parallelism needs distinct GPUs")
+    return ids
 
 
-def goals_from_args(args) -> Goals:
+def parse_env(pairs: list[str] | tuple[str, ...] | None) -> dict[str, str]:
+    """KEY=VALUE items (from --env, or the wizard's comma-separated field) as the server's extra environment."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not ENV_NAME.fullmatch(key):
+            raise BadInput(f"--env {pair}: use KEY=VALUE with KEY of letters, digits and _")
+        out[key] = value
+    return out
+
+
+def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
+    """The wizard's what-if fields (text as typed) over `base`, read by the same parsers as the command line's."""
+
+    def text(key: str) -> str:
+        return fields.get(key, "").strip()
+
+    return replace(
+        base,
+        context=parse_tokens(text("context"), "context") or None if text("context") else None,
+        concurrency=parse_count(text("concurrency"), "concurrency", 1, 4096) if text("concurrency") else 1,
+        gpu_experts=parse_count(text("gpu_experts"), "GPU experts", 0, 4096) if text("gpu_experts") else None,
+        gpus=parse_gpus(text("gpus") or None),
+        kv_dtype=text("kv_dtype") or "auto",
+        method=text("method").upper() or None,
+    )
+
+
+def goals_from_args(args: Any) -> Goals:
     return Goals(
         context=args.context,
         concurrency=args.concurrency,

@@ -7,19 +7,7 @@ import asyncio
 import sys
 
 from ktwizard.errors import BadInput, KtwizardError
-
-
-def parse_sizes(text: str, flag: str) -> tuple[int, ...]:
-    out = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        try:
-            out.append(int(float(part[:-1]) * 1024) if part.endswith("k") else int(part))
-        except ValueError:
-            raise BadInput(f"{flag} {text}: use token counts such as 0,8k,16k,128k") from None
-        if out[-1] < 0:
-            raise BadInput(f"{flag}: {part} is negative")
-    return tuple(out)
+from ktwizard.inputs import parse_token_list
 
 
 def _model(url: str) -> str:
@@ -50,12 +38,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 f"--compare {args.compare}: no recipe of that id or preset (recipes: {', '.join(all_recipes())})"
             )
         published = recipe.benchmarks
-    concurrency = parse_sizes(args.concurrency, "--concurrency")
+    concurrency = parse_token_list(args.concurrency, "--concurrency")
     if not concurrency or min(concurrency) < 1:
         raise BadInput("--concurrency: give 1 or more concurrent streams, such as 1,2")
     sweep = Sweep(
-        contexts=parse_sizes(args.contexts, "--contexts") if args.contexts else (),
-        decode_contexts=parse_sizes(args.decode_contexts, "--decode-contexts"),
+        contexts=parse_token_list(args.contexts, "--contexts") if args.contexts else (),
+        decode_contexts=parse_token_list(args.decode_contexts, "--decode-contexts"),
         concurrency=concurrency,
         decode_tokens=args.tokens,
         repeats=args.repeats,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ktwizard.errors import EXIT_NO_FIT, BadInput, KtwizardError
+from ktwizard.errors import EXIT_NO_FIT, KtwizardError
 
 
 def _load_plan(args: argparse.Namespace):
@@ -21,50 +21,33 @@ def _load_plan(args: argparse.Namespace):
     return make_plan(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs, requests none
 
 
-def _env(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for p in pairs or []:
-        if "=" not in p:
-            raise BadInput(f"--env {p}: use KEY=VALUE")
-        k, v = p.split("=", 1)
-        out[k] = v
-    return out
-
-
 def cmd_launch(args: argparse.Namespace) -> int:
-    from ktwizard.deploy.launch import LaunchOptions, ServerProcess, follow_startup, stay_attached
+    from ktwizard.deploy.launch import follow_startup, stay_attached
+    from ktwizard.deploy.runners import launch_options, start
+    from ktwizard.inputs import parse_env
 
     plan = _load_plan(args)
     if not plan.fits:
         raise KtwizardError(
             "the plan does not fit, so ktwizard will not launch it: " + "; ".join(plan.overflows), EXIT_NO_FIT
         )
-    gpus: tuple[int, ...] | None | str = "plan"
-    if args.gpus == "none":
-        gpus = None
-    opts = LaunchOptions(
-        name=args.name or f"ktwizard-{plan.model.id}".replace(".", "-"),
-        port=args.port or plan.goals.port,
-        bind=args.bind or plan.goals.bind,
+    opts = launch_options(
+        plan,
+        name=args.name,
+        port=args.port,
+        bind=args.bind,
         image=args.image,
-        gpus=gpus,
+        gpus=None if args.gpus == "none" else "plan",
         detach=args.detach,
         yes=args.yes,
         keep_on_failure=args.keep_on_failure,
         timeout_s=args.timeout,
-        env=_env(args.env),
+        env=parse_env(args.env),
         memory=args.memory,
         python=args.python,
+        native=args.native,
     )
-    proc: ServerProcess
-    if args.native:
-        from ktwizard.deploy.native_proc import NativeProcess
-
-        proc = NativeProcess(plan, opts)
-    else:
-        from ktwizard.deploy.docker_proc import start_container
-
-        proc = start_container(plan, opts)
+    proc = start(plan, opts)
     deployment, _ = follow_startup(proc, plan, opts)
     print(
         f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "

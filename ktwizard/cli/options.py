@@ -3,8 +3,41 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TypeVar
 
+from ktwizard.errors import BadInput
 from ktwizard.planner.types import Plan
+
+T = TypeVar("T")
+
+
+def typed(parse: Callable[[str, str], T], flag: str) -> Callable[[str], T]:
+    """An argparse `type=` from one of ktwizard.inputs' parsers; BadInput becomes a usage error (exit 2)."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text, flag)
+        except BadInput as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    return convert
+
+
+def tokens(flag: str) -> Callable[[str], int]:
+    from ktwizard.inputs import parse_tokens
+
+    return typed(parse_tokens, flag)
+
+
+def count(flag: str, low: int, high: int) -> Callable[[str], int]:
+    from ktwizard.inputs import parse_count
+
+    return typed(lambda text, f: parse_count(text, f, low, high), flag)
+
+
+def port(flag: str = "--port") -> Callable[[str], int]:
+    return count(flag, 1, 65535)
 
 
 def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
@@ -17,13 +50,25 @@ def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
         help="a saved profile, a bundled host name or a hand-written spec (default: this machine)",
     )
     pr.add_argument(
-        "--context", type=int, metavar="N", help="longest request in tokens (default: as long as fits, up to 131072)"
+        "--context",
+        type=tokens("--context"),
+        metavar="N",
+        help="longest request in tokens, such as 163840 or 160k (default: as long as fits, up to 128k)",
     )
-    pr.add_argument("--concurrency", type=int, default=1, metavar="N", help="concurrent requests (default 1)")
+    pr.add_argument(
+        "--concurrency",
+        type=count("--concurrency", 1, 4096),
+        default=1,
+        metavar="N",
+        help="concurrent requests (default 1)",
+    )
     pr.add_argument("--gpus", metavar="LIST", help="all (default) or GPU indices such as 0,1")
     pr.add_argument("--method", metavar="M", help="kt-method (default: the checkpoint's native method)")
     pr.add_argument(
-        "--gpu-experts", type=int, metavar="N", help="routed experts per MoE layer on GPU (default: as many as fit)"
+        "--gpu-experts",
+        type=count("--gpu-experts", 0, 4096),
+        metavar="N",
+        help="routed experts per MoE layer on GPU (default: as many as fit)",
     )
     pr.add_argument("--kv-dtype", default="auto", choices=("auto", "bf16", "fp8_e4m3"))
     pr.add_argument(
@@ -31,7 +76,7 @@ def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
     )
     pr.add_argument("--weights", metavar="DIR", help="the checkpoint folder the server will load")
     pr.add_argument("--kt-weights", metavar="DIR", help="converted CPU weights for AMXINT4/AMXINT8")
-    pr.add_argument("--port", type=int, default=30000)
+    pr.add_argument("--port", type=port(), default=30000, help="HTTP port (default 30000)")
     pr.add_argument("--bind", default="127.0.0.1", help="address to publish on (default 127.0.0.1)")
     pr.add_argument("--image", metavar="IMG", help="container image")
     pr.add_argument("--chat-template", metavar="FILE")

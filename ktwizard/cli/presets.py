@@ -11,9 +11,16 @@ def cmd_presets(args: argparse.Namespace) -> int:
     from ktwizard.models.presets import all_presets
     from ktwizard.units import human
 
+    host = None
+    if args.host:
+        from ktwizard.inputs import resolve_host
+        from ktwizard.planner.screening import obstacle
+
+        host = resolve_host(args.host)
     rows: list[dict[str, Any]] = []
     for p in all_presets().values():
         s = p.spec()
+        extra = {"obstacle": obstacle(s, host)} if host is not None else {}
         rows.append(
             {
                 "id": p.id,
@@ -33,6 +40,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
                 "kt_methods": list(p.kt_methods),
                 "tool_call_parser": p.sglang.tool_call_parser,
                 "reasoning_parser": p.sglang.reasoning_parser,
+                **extra,
             }
         )
     if args.json:
@@ -46,12 +54,17 @@ def cmd_presets(args: argparse.Namespace) -> int:
             f"{r['id']:24} {r['total_params'] / 1e9:7.1f}B {r['active_params'] / 1e9:6.1f}B "
             f"{r['routed_experts']:>4}x{r['moe_layers']:<4} "
             f"{r['checkpoint_format']:34} {human(r['routed_bytes']):>11} {human(r['non_expert_bytes']):>10}  "
-            f"{','.join(r['kt_methods'])}"
+            f"{','.join(r['kt_methods'])}" + (f"  ✗ {r['obstacle']}" if r.get("obstacle") else "")
         )
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     pr = sub.add_parser("presets", help="list the bundled model presets")
-    pr.add_argument("--json", action="store_true")
+    pr.add_argument("--json", action="store_true", help="print the presets as JSON")
+    pr.add_argument(
+        "--host",
+        metavar="FILE|NAME",
+        help="mark the presets this host cannot serve at all (no CPU method, RAM too small)",
+    )
     pr.set_defaults(func=cmd_presets)

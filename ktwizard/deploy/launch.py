@@ -31,6 +31,7 @@ class LaunchOptions:
     env: dict[str, str] = field(default_factory=dict)
     memory: str | None = None
     python: str = "python3"
+    native: bool = False  # run python -m sglang.launch_server here instead of a container
 
 
 class ServerProcess(Protocol):

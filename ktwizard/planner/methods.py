@@ -20,6 +20,7 @@ NATIVE = {
     "mxfp8": "MXFP8",
 }
 CONVERTED = ("AMXINT4", "AMXINT8")
+METHODS = (*NATIVE.values(), *CONVERTED)  # every method ktwizard can size, in the order the wizard lists them
 LAYERWISE = ("RAWINT4", "FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8")  # write_weight_scale_to_buffer exists
 AVX512_BF16_UP = ("amx", "avx512_bf16")
 
@@ -51,6 +52,12 @@ def runnable(method: str, variant: str | None) -> tuple[bool, str]:
     if method in NATIVE.values():
         return True, ""
     return False, f"ktwizard cannot size method {method} (LLAMAFILE/GGUF, GPTQ and MOE_INT* are not planned yet)"
+
+
+def runnable_methods(flags: tuple[str, ...]) -> tuple[str, ...]:
+    """The methods kt-kernel's build for this CPU can run (the wizard's method list, the CLI's check)."""
+    variant = kt_variant(flags)
+    return tuple(m for m in METHODS if runnable(m, variant)[0])
 
 
 def choose_method(spec: ModelSpec, flags: tuple[str, ...], requested: str | None) -> MethodChoice:

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 
+from ktwizard.errors import BadInput
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import container_argv, container_paths, flag_groups
 
 LABEL = "io.ktwizard"
 DEFAULT_IMAGE = "sglang-kt:local"
+# Docker's own rule for container names, kept short; also safe as a file name for native records and logs.
+NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}")
+
+
+def container_name(plan: Plan) -> str:
+    """The deployment's default name, the same in every rendering and at launch."""
+    return "ktwizard-" + (re.sub(r"[^a-zA-Z0-9_.-]+", "-", plan.model.id).strip("-.") or "model")[:53]
+
+
+def check_name(name: str) -> str:
+    if not NAME.fullmatch(name):
+        raise BadInput(f"--name {name!r}: use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit")
+    return name
 
 
 @dataclass(frozen=True)
@@ -40,7 +55,7 @@ def container_spec(
     port = port or plan.goals.port
     mounts = tuple((host, inside) for host, inside in container_paths(plan).items())
     return ContainerSpec(
-        name=name or f"ktwizard-{plan.model.id}",
+        name=check_name(name or container_name(plan)),
         image=image or plan.image or DEFAULT_IMAGE,
         command=(python, "-m", "sglang.launch_server", *container_argv(plan, port)),
         env={e.name: e.value for e in plan.env},

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,14 +13,9 @@ from textual.widgets import (
     Static,
 )
 
-from ktwizard.tui.widgets import host_cards, warnings_text
-
-if TYPE_CHECKING:
-    pass
-
-
 from ktwizard.tui.screens.base import Step
 from ktwizard.tui.screens.model import ModelScreen
+from ktwizard.tui.widgets import host_cards, warnings_text
 
 
 class HostScreen(Step):

@@ -35,6 +35,7 @@ class LaunchScreen(Step):
     ]
 
     def compose(self) -> ComposeResult:
+        from ktwizard.render.docker import container_name
         from ktwizard.render.formats import TABS
 
         plan = self.plan
@@ -45,7 +46,7 @@ class LaunchScreen(Step):
                     yield TextArea(fmt.render(plan), read_only=True, id=f"text-{fmt.name}")
         with Horizontal(id="launch-opts"):
             yield Input(plan.image or "", placeholder="image", id="image")
-            yield Input(f"ktwizard-{plan.model.id}".replace(".", "-"), placeholder="name", id="name")
+            yield Input(container_name(plan), placeholder="name", id="name")
             yield Select(
                 [("GPUs from the plan", "plan"), ("no GPUs (stand-in)", "none")],
                 value="plan",
@@ -67,11 +68,12 @@ class LaunchScreen(Step):
         self.notify("copied to the clipboard")
 
     def action_save(self) -> None:
+        from ktwizard.render.formats import BY_NAME
         from ktwizard.serial import write_atomic
         from ktwizard.tui.state import profiles_dir
 
-        tab = (self.query_one("#formats", TabbedContent).active or "tab-args")[4:]
-        path = profiles_dir().parent / "rendered" / f"{self.plan.model.id}.{tab}"
+        fmt = BY_NAME[(self.query_one("#formats", TabbedContent).active or "tab-args")[4:]]
+        path = profiles_dir().parent / "rendered" / f"{self.plan.model.id}-{fmt.name}{fmt.suffix}"
         write_atomic(path, self.current())
         self.notify(f"saved {path}")
 
@@ -82,23 +84,25 @@ class LaunchScreen(Step):
     def launch_worker(self) -> None:
         import io
 
-        from ktwizard.deploy.docker_proc import start_container
-        from ktwizard.deploy.launch import LaunchOptions, follow_startup
+        from ktwizard.deploy.launch import follow_startup
+        from ktwizard.deploy.runners import launch_options, start
+        from ktwizard.inputs import parse_count, parse_env
 
         plan = self.plan
-        env = dict(kv.split("=", 1) for kv in self.query_one("#env", Input).value.split(",") if "=" in kv)
-        mode = self.query_one("#gpu-mode", Select).value
-        port = int(self.query_one("#port", Input).value.strip() or plan.goals.port)
-        opts = LaunchOptions(
-            name=self.query_one("#name", Input).value.strip(),
-            port=port,
-            bind=plan.goals.bind,
-            image=self.query_one("#image", Input).value.strip() or None,
-            gpus=None if mode == "none" else "plan",
-            yes=True,
-            env=env,
-        )
         log = self.query_one("#launch-log", Log)
+        try:
+            port = self.query_one("#port", Input).value.strip()
+            opts = launch_options(
+                plan,
+                name=self.query_one("#name", Input).value.strip() or None,
+                port=parse_count(port, "port", 1, 65535) if port else None,
+                image=self.query_one("#image", Input).value.strip() or None,
+                gpus=None if self.query_one("#gpu-mode", Select).value == "none" else "plan",
+                env=parse_env([kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()]),
+            )
+        except KtwizardError as exc:
+            self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
+            return
 
         class Lines(io.TextIOBase):
             def write(self, s: str) -> int:
@@ -110,7 +114,7 @@ class LaunchScreen(Step):
         self_app = self.app
         try:
             out = cast(TextIO, Lines())
-            proc = start_container(plan, opts, out=out)
+            proc = start(plan, opts, out=out)
             deployment, _ = follow_startup(proc, plan, opts, out=out)
         except KtwizardError as exc:
             self.app.call_from_thread(log.write_line, f"FAILED: {exc.message}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -21,11 +20,6 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from ktwizard.errors import KtwizardError
-
-if TYPE_CHECKING:
-    pass
-
-
 from ktwizard.tui.screens.base import Step
 from ktwizard.tui.screens.plan import PlanScreen
 
@@ -54,18 +48,10 @@ class ModelScreen(Step):
         self.query_one("#search", Input).focus()
 
     def marks(self, preset) -> str:
-        from ktwizard.errors import BadInput
-        from ktwizard.planner import memory as M
-        from ktwizard.planner.methods import choose_method
+        from ktwizard.planner.screening import obstacle
 
-        host = self.host
-        try:
-            choice = choose_method(preset.spec(), host.cpu.flags, None)
-        except BadInput:
-            return "  ✗ no CPU method"
-        spec = preset.spec()
-        ram = M.cpu_bytes_per_expert(spec, choice.method) * spec.routed_experts * spec.moe_layer_count
-        return "  ✗ RAM too small" if ram > host.memory.usable else ""
+        why = obstacle(preset.spec(), self.host)
+        return f"  ✗ {why}" if why else ""
 
     def fill(self, text: str) -> None:
         from ktwizard.models.presets import all_presets

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -19,14 +16,10 @@ from textual.widgets import (
 )
 
 from ktwizard.errors import KtwizardError
-from ktwizard.tui.widgets import budget_text
-
-if TYPE_CHECKING:
-    pass
-
-
+from ktwizard.planner.types import Goals
 from ktwizard.tui.screens.base import Step
 from ktwizard.tui.screens.launch import LaunchScreen
+from ktwizard.tui.widgets import budget_text
 
 
 class PlanScreen(Step):
@@ -70,34 +63,32 @@ class PlanScreen(Step):
         ):
             self.query_one(f"#{id_}").border_title = title
         self.query_one("#flags", DataTable).add_columns("flag", "value", "why")
-        from ktwizard.host.isa import kt_variant
-        from ktwizard.planner.methods import runnable
+        from ktwizard.planner.methods import runnable_methods
 
-        methods = [
-            m
-            for m in ("RAWINT4", "FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "AMXINT4", "AMXINT8")
-            if runnable(m, kt_variant(self.host.cpu.flags))[0]
-        ]
+        methods = runnable_methods(self.host.cpu.flags)
         self.query_one("#method", Select).set_options([("native", "")] + [(m, m) for m in methods])
         self.replan()
 
-    def goals(self):
-        from ktwizard.inputs import parse_gpus
+    def goals(self) -> Goals:
+        from ktwizard.inputs import goals_from_fields
 
-        def num(id_: str) -> int | None:
-            v = self.query_one(f"#{id_}", Input).value.strip()
-            return int(v) if v else None
+        def value(id_: str) -> str:
+            widget = self.query_one(f"#{id_}")
+            v = widget.value if isinstance(widget, Input | Select) else ""
+            return "" if v in (None, Select.BLANK) else str(v)
 
-        method = self.query_one("#method", Select).value
-        return replace(
-            self.state.goals,
-            context=num("context"),
-            concurrency=num("concurrency") or 1,
-            gpu_experts=num("gpu-experts"),
-            gpus=parse_gpus(self.query_one("#gpus", Input).value.strip() or None),
-            kv_dtype=str(self.query_one("#kv", Select).value),
-            method=str(method) if method else None,
-        )
+        fields = {
+            key: value(id_)
+            for key, id_ in (
+                ("context", "context"),
+                ("concurrency", "concurrency"),
+                ("gpu_experts", "gpu-experts"),
+                ("gpus", "gpus"),
+                ("kv_dtype", "kv"),
+                ("method", "method"),
+            )
+        }
+        return goals_from_fields(self.state.goals, fields)
 
     @on(Input.Changed)
     @on(Select.Changed)
@@ -114,9 +105,6 @@ class PlanScreen(Step):
             goals = self.goals()
             model = self.state.model()
             result = plan(self.host, model.spec, goals, model.hints, model.recipe)
-        except ValueError:
-            verdict_w.update(Text("give whole numbers for context, concurrency and GPU experts", style="red"))
-            return
         except KtwizardError as exc:
             verdict_w.update(Text(exc.message, style="red"))
             return

@@ -1,0 +1,32 @@
+"""Launch options with their defaults and checks, and the runner they choose: one path for the CLI and the wizard."""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from ktwizard.deploy.launch import LaunchOptions, ServerProcess
+from ktwizard.errors import BadInput
+from ktwizard.planner.types import Plan
+from ktwizard.render.docker import check_name, container_name
+
+
+def launch_options(
+    plan: Plan, name: str | None = None, port: int | None = None, bind: str | None = None, **rest: object
+) -> LaunchOptions:
+    """LaunchOptions with the plan's defaults (name, port, address) and every value checked."""
+    port = port or plan.goals.port
+    if not 1 <= port <= 65535:
+        raise BadInput(f"--port {port}: not a TCP port (1-65535)")
+    return LaunchOptions(name=check_name(name or container_name(plan)), port=port, bind=bind or plan.goals.bind, **rest)  # type: ignore[arg-type]
+
+
+def start(plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -> ServerProcess:
+    """Start the server the way `opts` asks (a container through the Docker SDK, or a native process group)."""
+    if opts.native:
+        from ktwizard.deploy.native_proc import NativeProcess
+
+        return NativeProcess(plan, opts)
+    from ktwizard.deploy.docker_proc import start_container
+
+    return start_container(plan, opts, out=out)

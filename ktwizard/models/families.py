@@ -1,0 +1,288 @@
+"""Model families as a table: which architectures each serves, how its config reads, which tensors a layer has.
+
+Adding a family is one entry here, a preset and a test: parse_config and the tensor inventory are generic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ktwizard.errors import BadInput
+from ktwizard.models.arch import Arch, ConfigReader
+from ktwizard.models.spec import Attention
+from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear_attention, mla, mlp, plain
+
+
+@dataclass(frozen=True)
+class MoeLayout:
+    """What a family's config says about its MoE blocks."""
+
+    experts: int
+    moe_intermediate: int
+    moe_layers: tuple[int, ...]
+    shared_experts: int = 0
+    shared_intermediate: int = 0
+    score_bias: bool = False  # the router keeps an fp32 e_score_correction_bias
+    dense_intermediate: int = 0  # width of the dense MLP of non-MoE layers
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    architectures: tuple[str, ...]
+    moe: Callable[[ConfigReader, int], MoeLayout]  # (config, layers) -> MoE layout
+    attention: Callable[[ConfigReader, int], Attention]  # (config, layers) -> attention facts
+    attention_tensors: Callable[[str, Arch, int], Iterator[Tensor]]  # (layer prefix, arch, layer) -> tensors
+    moe_tensors: Callable[[str, Arch], Iterator[Tensor]]  # (layer prefix, arch) -> router, experts, shared experts
+    # Kimi K2.5+ wrap the text model in a vision-language config: (text config, tensor-name prefix)
+    unwrap: Callable[[dict[str, Any]], tuple[dict[str, Any], str]] | None = None
+
+
+# --- how configs read -----------------------------------------------------------------------------------------
+
+
+def _gqa_attention(
+    cfg: ConfigReader, layers: int, kind: str = "gqa", full_layers: int = 0, sliding: int = 0
+) -> Attention:
+    heads = cfg.need("num_attention_heads")
+    hidden = cfg.need("hidden_size")
+    return Attention(
+        kind=kind,
+        heads=heads,
+        kv_heads=cfg.count("num_key_value_heads") or heads,
+        head_dim=cfg.count("head_dim") or (hidden // heads if heads else 0),
+        full_attention_layers=full_layers or layers,
+        sliding_window=sliding,
+        linear_key_heads=cfg.count("linear_num_key_heads"),
+        linear_key_head_dim=cfg.count("linear_key_head_dim"),
+        linear_value_heads=cfg.count("linear_num_value_heads"),
+        linear_value_head_dim=cfg.count("linear_value_head_dim"),
+        linear_conv_kernel=cfg.count("linear_conv_kernel_dim"),
+    )
+
+
+def _mla_attention(cfg: ConfigReader, layers: int) -> Attention:
+    heads = cfg.need("num_attention_heads")
+    nsa = "index_topk" in cfg.data or cfg.get("architectures", [""])[0] == "DeepseekV32ForCausalLM"
+    return Attention(
+        kind="mla_nsa" if nsa else "mla",
+        heads=heads,
+        kv_heads=heads,
+        q_lora_rank=cfg.count("q_lora_rank"),
+        kv_lora_rank=cfg.need("kv_lora_rank"),
+        qk_nope_head_dim=cfg.need("qk_nope_head_dim"),
+        qk_rope_head_dim=cfg.need("qk_rope_head_dim"),
+        v_head_dim=cfg.need("v_head_dim"),
+        index_n_heads=cfg.count("index_n_heads"),
+        index_head_dim=cfg.count("index_head_dim"),
+        full_attention_layers=layers,
+    )
+
+
+def _qwen3_next_attention(cfg: ConfigReader, layers: int) -> Attention:
+    interval = cfg.count("full_attention_interval", 4) or 4
+    full = sum(1 for i in range(layers) if (i + 1) % interval == 0)
+    return _gqa_attention(cfg, layers, "hybrid_linear", full)
+
+
+def _gpt_oss_attention(cfg: ConfigReader, layers: int) -> Attention:
+    types = cfg.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
+    if not isinstance(types, list):
+        raise BadInput(f"{cfg.where}: config.json 'layer_types' must be a list")
+    full = sum(1 for t in types if t == "full_attention")
+    return _gqa_attention(cfg, layers, "gqa_swa", full, cfg.count("sliding_window", 128))
+
+
+def _deepseek_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
+    moe_inter = cfg.need("moe_intermediate_size")
+    shared = cfg.count("n_shared_experts")
+    first_dense, freq = cfg.count("first_k_dense_replace"), cfg.count("moe_layer_freq", 1) or 1
+    return MoeLayout(
+        experts=cfg.need("n_routed_experts"),
+        moe_intermediate=moe_inter,
+        moe_layers=tuple(i for i in range(layers) if i >= first_dense and i % freq == 0),
+        shared_experts=shared,
+        shared_intermediate=moe_inter * shared,
+        score_bias=cfg.get("topk_method") == "noaux_tc",
+        dense_intermediate=cfg.count("intermediate_size"),
+    )
+
+
+def _glm4_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
+    moe_inter = cfg.need("moe_intermediate_size")
+    shared = cfg.count("n_shared_experts")
+    return MoeLayout(
+        experts=cfg.need("n_routed_experts"),
+        moe_intermediate=moe_inter,
+        moe_layers=tuple(range(cfg.count("first_k_dense_replace"), layers)),
+        shared_experts=shared,
+        shared_intermediate=moe_inter * shared,
+        score_bias=True,
+        dense_intermediate=cfg.count("intermediate_size"),
+    )
+
+
+def _qwen3_moe(cfg: ConfigReader, layers: int, shared_key: str | None = None) -> MoeLayout:
+    step = cfg.count("decoder_sparse_step", 1) or 1
+    only_mlp = cfg.get("mlp_only_layers") or []
+    if not isinstance(only_mlp, list):
+        raise BadInput(f"{cfg.where}: config.json 'mlp_only_layers' must be a list of layer numbers")
+    shared_inter = cfg.count(shared_key) if shared_key else 0
+    return MoeLayout(
+        experts=cfg.need("num_experts"),
+        moe_intermediate=cfg.need("moe_intermediate_size"),
+        moe_layers=tuple(i for i in range(layers) if i not in set(only_mlp) and (i + 1) % step == 0),
+        shared_experts=1 if shared_inter else 0,
+        shared_intermediate=shared_inter,
+    )
+
+
+def _every_layer_moe(score_bias: bool) -> Callable[[ConfigReader, int], MoeLayout]:
+    """Mixtral, MiniMax-M2, gpt-oss: every layer is MoE and intermediate_size is one expert's width."""
+
+    def read(cfg: ConfigReader, layers: int) -> MoeLayout:
+        return MoeLayout(
+            experts=cfg.need("num_local_experts"),
+            moe_intermediate=cfg.need("intermediate_size"),
+            moe_layers=tuple(range(layers)),
+            score_bias=score_bias,
+        )
+
+    return read
+
+
+def _kimi_vl_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    text = cfg.get("text_config")
+    if not isinstance(text, dict) or (cfg.get("architectures") or [""])[0] != "KimiK25ForConditionalGeneration":
+        return cfg, "model."
+    quant = text.get("quantization_config", cfg.get("quantization_config"))
+    return {**text, "quantization_config": quant}, "language_model.model."
+
+
+# --- which tensors a layer has ----------------------------------------------------------------------------------
+
+
+def _mla_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
+    return mla(f"{p}.self_attn", a)
+
+
+def _gqa_tensors(
+    bias: bool = False, qk_norm: str = "", sinks: bool = False
+) -> Callable[[str, Arch, int], Iterator[Tensor]]:
+    def layer(p: str, a: Arch, i: int) -> Iterator[Tensor]:
+        norm = "" if qk_norm == "per_head_optional" and not a.qk_norm else qk_norm.replace("_optional", "")
+        return gqa(f"{p}.self_attn", a, bias=bias, qk_norm=norm, out_bias=sinks, sinks=sinks)
+
+    return layer
+
+
+def _qwen3_next_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
+    if (i + 1) % 4 == 0 and a.attention.full_attention_layers:
+        return gqa(f"{p}.self_attn", a, bias=False, qk_norm="per_head", gate=True)
+    return linear_attention(f"{p}.linear_attn", a)
+
+
+def _gate_experts_shared(p: str, a: Arch) -> Iterator[Tensor]:
+    """DeepSeek, Kimi, GLM, Qwen3: mlp.gate (+ score bias), mlp.experts.N, mlp.shared_experts."""
+    yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
+    if a.score_bias:
+        yield plain(f"{p}.mlp.gate.e_score_correction_bias", (a.routed_experts,), "F32")
+    yield from experts(f"{p}.mlp.experts", a)
+    if a.shared_intermediate:
+        yield from mlp(f"{p}.mlp.shared_experts", a.shared_intermediate, a.hidden, a.other_format)
+
+
+def _qwen3_next_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+    yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
+    yield from experts(f"{p}.mlp.experts", a)
+    if a.shared_intermediate:
+        yield from mlp(f"{p}.mlp.shared_expert", a.shared_intermediate, a.hidden, a.other_format)
+        yield plain(f"{p}.mlp.shared_expert_gate.weight", (1, a.hidden))
+
+
+def _block_sparse_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+    """Mixtral, MiniMax-M2: block_sparse_moe.gate, experts.N.w1/w3/w2."""
+    yield plain(f"{p}.block_sparse_moe.gate.weight", (a.routed_experts, a.hidden))
+    if a.score_bias:
+        yield plain(f"{p}.block_sparse_moe.e_score_correction_bias", (a.routed_experts,), "F32")
+    yield from experts(f"{p}.block_sparse_moe.experts", a, ("w1", "w3", "w2"))
+
+
+def _gpt_oss_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+    yield plain(f"{p}.mlp.router.weight", (a.routed_experts, a.hidden))
+    yield plain(f"{p}.mlp.router.bias", (a.routed_experts,))
+    yield from gpt_oss_experts(f"{p}.mlp.experts", a)
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "deepseek",
+        ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration"),
+        _deepseek_moe,
+        _mla_attention,
+        _mla_tensors,
+        _gate_experts_shared,
+        unwrap=_kimi_vl_unwrap,
+    ),
+    Family(
+        "qwen3_moe",
+        ("Qwen3MoeForCausalLM",),
+        _qwen3_moe,
+        _gqa_attention,
+        _gqa_tensors(qk_norm="per_head"),
+        _gate_experts_shared,
+    ),
+    Family(
+        "qwen3_next",
+        ("Qwen3NextForCausalLM",),
+        lambda cfg, layers: _qwen3_moe(cfg, layers, "shared_expert_intermediate_size"),
+        _qwen3_next_attention,
+        _qwen3_next_tensors,
+        _qwen3_next_moe_tensors,
+    ),
+    Family(
+        "glm4_moe",
+        ("Glm4MoeForCausalLM",),
+        _glm4_moe,
+        _gqa_attention,
+        _gqa_tensors(bias=True, qk_norm="per_head_optional"),
+        _gate_experts_shared,
+    ),
+    Family(
+        "minimax_m2",
+        ("MiniMaxM2ForCausalLM",),
+        _every_layer_moe(True),
+        _gqa_attention,
+        _gqa_tensors(qk_norm="per_layer"),
+        _block_sparse_moe_tensors,
+    ),
+    Family(
+        "gpt_oss",
+        ("GptOssForCausalLM",),
+        _every_layer_moe(False),
+        _gpt_oss_attention,
+        _gqa_tensors(bias=True, sinks=True),
+        _gpt_oss_moe_tensors,
+    ),
+    Family(
+        "mixtral",
+        ("MixtralForCausalLM",),
+        _every_layer_moe(False),
+        _gqa_attention,
+        _gqa_tensors(),
+        _block_sparse_moe_tensors,
+    ),
+)
+BY_ARCHITECTURE = {arch: f for f in FAMILIES for arch in f.architectures}
+BY_NAME = {f.name: f for f in FAMILIES}
+
+
+def family_for(architecture: str, where: str) -> Family:
+    family = BY_ARCHITECTURE.get(architecture)
+    if family is None:
+        raise BadInput(
+            f"{where}: unknown architecture {architecture!r}; supported: {', '.join(sorted(BY_ARCHITECTURE))}"
+        )
+    return family
