@@ -73,7 +73,7 @@ def parse_tokens(text: str, flag: str) -> int:
     try:
         value = float(t[:-1]) * 1024 if t.endswith("k") else float(t)
     except ValueError:
-        raise BadInput(f"{flag} {text}: give token counts such as 163840 or 160k") from None
+        raise BadInput(f"{flag} {text}: give token counts as whole numbers, such as 163840 or 160k") from None
     if not math.isfinite(value) or value != int(value) or not 0 <= value <= MAX_TOKENS:
         raise BadInput(f"{flag} {text}: give a whole token count from 0 to {MAX_TOKENS}")
     return int(value)

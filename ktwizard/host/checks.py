@@ -171,21 +171,22 @@ def _memory(host: HostProfile) -> list[Check]:
             "sudo swapoff -a (or vm.swappiness=1)" if m.swap_total else "",
         ),
         Check(
-            "transparent hugepages",
-            "pass" if m.thp_mode in ("always", "madvise") else "warn",
-            f"THP {m.thp_mode or 'unknown'}"
-            + ("" if m.thp_mode in ("always", "madvise") else ": Transparent hugepages are off"),
-            ""
-            if m.thp_mode in ("always", "madvise")
-            else "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled",
-        ),
-        Check(
             "hugepages",
             "pass",
             f"2 MiB: {m.hugepages_2m_free}/{m.hugepages_2m_total} free; "
             f"1 GiB: {m.hugepages_1g_free}/{m.hugepages_1g_total} free",
         ),
     ]
+    if m.thp_mode is not None:  # unknown for a hand-written host: nothing to advise
+        ok = m.thp_mode in ("always", "madvise")
+        out.append(
+            Check(
+                "transparent hugepages",
+                "pass" if ok else "warn",
+                f"THP {m.thp_mode}" + ("" if ok else ": Transparent hugepages are off"),
+                "" if ok else "echo madvise | sudo tee /sys/kernel/mm/transparent_hugepage/enabled",
+            )
+        )
     if m.memlock_known:
         ok = m.memlock_limit is None
         out.append(
@@ -228,7 +229,7 @@ def _governor(root: Root | None) -> list[Check]:
 def _engine(host: HostProfile) -> list[Check]:
     e = host.engine
     if host.source != "live" and not e.reachable:
-        return [Check("Docker engine", "info", f"not checked for a {host.source} host ({e.reason or 'not probed'})")]
+        return [Check("Docker engine", "info", f"Docker engine not checked: {e.reason or 'not probed'}")]
     if not e.reachable:
         permission = "permission denied" in (e.reason or "")
         return [

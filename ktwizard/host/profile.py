@@ -36,6 +36,8 @@ class GPU:
     numa_reason: str | None = None
     visible: bool = True
     processes: tuple[GpuProcess, ...] = ()
+    # A hand-written card ktwizard does not know: memory_total is its marketing size less a margin (host/cards.py).
+    memory_total_estimated: bool = False
 
     @property
     def cc_major(self) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 
 from ktwizard.bundled import bundled
 from ktwizard.errors import BadInput
+from ktwizard.host.cards import card_total
 from ktwizard.host.isa import normalise_flags
 from ktwizard.host.profile import (
     CPU,
@@ -43,14 +44,16 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
     for i, g in enumerate(spec.get("gpus") or []):
         if not isinstance(g, dict):
             raise BadInput(f"{where}: gpus[{i}] must be a mapping")
-        total = int(_number(g, "memory_gib", f"{where}: gpus[{i}]", 1) * GiB)
+        name = str(g.get("name", "GPU"))
+        total, estimated = card_total(name, _number(g, "memory_gib", f"{where}: gpus[{i}]", 1))
         used = int((_number(g, "used_gib", f"{where}: gpus[{i}]", 0, required=False) or 0) * GiB)
         for _ in range(int(_number(g, "count", f"{where}: gpus[{i}]", 1, required=False) or 1)):
             gpus.append(
                 GPU(
                     index=len(gpus),
-                    name=str(g.get("name", "GPU")),
+                    name=name,
                     memory_total=total,
+                    memory_total_estimated=estimated,
                     memory_free=total - used,
                     memory_used=used,
                     compute_capability=str(g.get("compute_capability", "")),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from ktwizard.host.root import Root, kb, parse_cpu_list, parse_kv
 from ktwizard.monitor.metrics import Scrape, parse_scrape, server_sample
@@ -19,10 +20,17 @@ from ktwizard.monitor.samples import (
 )
 
 
+class Sampler(Protocol):
+    """One source of a Sample, polled by name: fields() returns the Sample fields it fills."""
+
+    def fields(self) -> dict[str, Any]: ...
+
+
 class GpuSampler:
     """NVML, initialised once; handles are kept so a round is a few microseconds per GPU."""
 
-    def __init__(self) -> None:
+    def __init__(self, server_pids: Callable[[], set[int]] = set) -> None:
+        self.server_pids = server_pids  # the monitored server's processes, marked in the process list
         self.error: str | None = None
         self.handles: list[Any] = []
         try:
@@ -37,6 +45,10 @@ class GpuSampler:
             self.error = (
                 _init_reason(exc) if exc.__class__.__name__.startswith("NVMLError") else f"NVML unavailable ({exc})"
             )
+
+    def fields(self) -> dict[str, Any]:
+        gpus, error = self.sample(self.server_pids())
+        return {"gpus": gpus, "gpu_error": error}
 
     def sample(self, server_pids: frozenset[int] | set[int] = frozenset()) -> tuple[tuple[GpuSample, ...], str | None]:
         if self.error:
@@ -105,6 +117,9 @@ class HostSampler:
         v = parse_kv(self.root.read("proc/vmstat"), " ")
         return int(v.get("pswpin", 0)), int(v.get("pswpout", 0))
 
+    def fields(self) -> dict[str, Any]:
+        return {"host": self.sample()}
+
     def sample(self) -> HostSample:
         info = parse_kv(self.root.read("proc/meminfo"))
         cpu = self._cpu_times()
@@ -155,6 +170,9 @@ class ContainerSampler:
         self.prev: tuple[int, int] | None = None
         self.pids: set[int] = set()
         self.pids_at = 0.0
+
+    def fields(self) -> dict[str, Any]:
+        return {"container": self.sample()}
 
     def sample(self) -> ContainerSample:
         import docker
@@ -222,6 +240,9 @@ class ServerSampler:
     def _reset(self) -> None:
         self.prev = self.prev_hist = None
         self.latency = {}
+
+    def fields(self) -> dict[str, Any]:
+        return {"server": self.sample()}
 
     def sample(self) -> ServerSample:
         import httpx

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+HISTORY = 600  # samples kept per series (alerts, dashboard plots): 10 minutes at 1 Hz
 
 
 @dataclass(frozen=True)
@@ -93,4 +95,3 @@ class Sample:
     container: ContainerSample | None = None
     server: ServerSample | None = None
     alerts: tuple[Alert, ...] = ()
-    log_lines: tuple[str, ...] = field(default=(), compare=False)

@@ -1,62 +1,84 @@
-"""One monitoring session: the samplers that apply, history rings, and alerts over the latest sample."""
+"""One monitoring session: the samplers that apply (by name), the log as a second source, alerts."""
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from statistics import median
+from typing import Any
 
-from ktwizard.monitor.samples import Alert, Sample
+from ktwizard.monitor.logs import LogFollower
+from ktwizard.monitor.samples import HISTORY, Alert, Sample, ServerSample
 
-HISTORY = 900  # 15 minutes at 1 Hz
+ALL = frozenset({"gpu", "host", "container", "server"})
 
 
 class Monitor:
-    def __init__(
-        self, url: str | None = None, container: str | None = None, root: str = "/", gpus: bool = True
-    ) -> None:
-        from ktwizard.monitor.samplers import ContainerSampler, GpuSampler, HostSampler, ServerSampler
+    """The samplers that apply, by name; each poll asks only those the visible panes read."""
 
-        self.gpu = GpuSampler() if gpus else None
-        self.host = HostSampler(root)
-        self.container = ContainerSampler(container) if container else None
-        self.server = ServerSampler(url) if url else None
-        self.history: dict[str, deque[float]] = {}
+    def __init__(
+        self,
+        url: str | None = None,
+        container: str | None = None,
+        root: str = "/",
+        gpus: bool = True,
+        log: LogFollower | None = None,
+    ) -> None:
+        from ktwizard.monitor.samplers import ContainerSampler, GpuSampler, HostSampler, Sampler, ServerSampler
+
+        self.samplers: dict[str, Sampler] = {"host": HostSampler(root)}
+        pids: Callable[[], set[int]] = set
+        if container:
+            box = ContainerSampler(container)
+            self.samplers["container"] = box
+            pids = lambda: box.pids  # noqa: E731 - the GPU pane marks the server's processes
+        if gpus:
+            self.samplers["gpu"] = GpuSampler(pids)
+        if url:
+            self.samplers["server"] = ServerSampler(url)
+        self.log = log
+        self.decode: deque[float] = deque(maxlen=HISTORY)  # decode rates while busy: the collapse alert's baseline
         self.last: Sample | None = None
         self.was_up = False
         self.restarts: int | None = None
 
-    def series(self, name: str) -> deque[float]:
-        return self.history.setdefault(name, deque(maxlen=HISTORY))
-
-    def sample(self, panes: frozenset[str] = frozenset({"gpu", "host", "container", "server"})) -> Sample:
-        """One poll of the visible panes; hidden panes are not polled."""
-        pids = self.container.pids if self.container else set()
-        gpus, gpu_error = self.gpu.sample(pids) if self.gpu and "gpu" in panes else ((), None)
-        s = Sample(
-            t=time.time(),
-            gpus=gpus,
-            gpu_error=gpu_error,
-            host=self.host.sample() if "host" in panes else None,
-            container=self.container.sample() if self.container and "container" in panes else None,
-            server=self.server.sample() if self.server and "server" in panes else None,
-        )
-        self._record(s)
+    def sample(self, panes: frozenset[str] = ALL) -> Sample:
+        """One poll of the samplers the visible panes read; hidden panes are not polled."""
+        fields: dict[str, Any] = {}
+        for name in sorted(panes & self.samplers.keys()):
+            fields.update(self.samplers[name].fields())
+        s = Sample(t=time.time(), **fields)
+        if "server" in panes:
+            s = self._from_log(s)
         s = replace(s, alerts=tuple(self._alerts(s)))
+        if s.server and s.server.decode_tps is not None and (s.server.running or 0) > 0:
+            self.decode.append(s.server.decode_tps)
         self.last = s
         return s
 
-    def _record(self, s: Sample) -> None:
-        for g in s.gpus:
-            self.series(f"gpu{g.index}.used").append(g.used)
-        if s.host:
-            self.series("host.available").append(s.host.available)
-        if s.server and s.server.up:
-            for key in ("decode_tps", "prefill_tps", "kv_usage", "running", "queued"):
-                value = getattr(s.server, key)
-                if value is not None:
-                    self.series(f"server.{key}").append(value)
+    def _from_log(self, s: Sample) -> Sample:
+        """Without /metrics (or with it down), the container's batch log lines give throughput and KV use."""
+        if self.log is None or (s.server is not None and s.server.up):
+            return s
+        decode, prefill = self.log.recent("decode"), self.log.recent("prefill")
+        latest = decode or prefill
+        if latest is None:
+            return s
+        base = s.server or ServerSample(up=False, error="no /metrics: numbers from the log")
+        return replace(
+            s,
+            server=replace(
+                base,
+                source="log",
+                decode_tps=decode.throughput if decode else None,
+                prefill_tps=prefill.throughput if prefill else None,
+                running=decode.get("#running-req") if decode else None,
+                queued=latest.get("#queue-req"),
+                kv_usage=latest.token_usage,
+            ),
+        )
 
     def _alerts(self, s: Sample) -> list[Alert]:
         out = []
@@ -87,7 +109,7 @@ class Monitor:
             if not srv.up and self.was_up:
                 out.append(Alert("error", f"metrics endpoint gone: {srv.error}"))
             self.was_up = self.was_up or srv.up
-            hist = list(self.series("server.decode_tps"))
+            hist = list(self.decode)
             if srv.up and srv.decode_tps is not None and (srv.running or 0) > 0 and len(hist) >= 10:
                 ref = median(hist[-60:])
                 if ref > 1 and srv.decode_tps < 0.2 * ref:

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header
 from textual.worker import get_current_worker
 
+from ktwizard.monitor.logs import LogFollower
 from ktwizard.monitor.samples import Sample
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, LogPane, Pane, ThroughputPane
 
@@ -60,6 +61,7 @@ class MonitorScreen(Screen):
         self.busy = False
         self.samples = 0
         self.polled: frozenset[str] = frozenset()
+        self.log_follower: LogFollower | None = None
         self._wake = threading.Event()
 
     def compose(self) -> ComposeResult:
@@ -76,17 +78,13 @@ class MonitorScreen(Screen):
         self.app.sub_title = f"monitor {self.url or self.container or ''}"
         self.panes = list(self.query(Pane))  # fixed for the screen's life; a query per sample costs more than a pane
         self.polled = self.visible_panes()
-        self.sample_loop()
         if self.container:
-            self.follow_log()
+            self.follow_log()  # before the sampling loop: its Monitor reads the log when /metrics is off
+        self.sample_loop()
 
     def visible_panes(self) -> frozenset[str]:
-        polls = {"gpu": {"gpu"}, "host": {"host", "container"}, "throughput": {"server"}}
-        out = {"container"}  # container state feeds the alerts, which are always shown
-        for p in self.panes:
-            if p.id in polls and p.display:
-                out |= polls[p.id]
-        return frozenset(out)
+        """The samplers the shown panes declare (Pane.POLLS); hidden panes are not polled."""
+        return frozenset().union(*(p.POLLS for p in self.panes if p.display or isinstance(p, AlertsPane)))
 
     def poll(self) -> None:
         """Sample now rather than at the next tick."""
@@ -100,7 +98,7 @@ class MonitorScreen(Screen):
         if self.source is None:
             from ktwizard.monitor.session import Monitor
 
-            self.source = Monitor(url=self.url, container=self.container, gpus=self.want_gpus)
+            self.source = Monitor(url=self.url, container=self.container, gpus=self.want_gpus, log=self.log_follower)
         due = time.monotonic()
         while not worker.is_cancelled:
             self._wake.wait(max(0.0, due - time.monotonic()))
@@ -123,29 +121,13 @@ class MonitorScreen(Screen):
             pane.sample = msg.sample
 
     def follow_log(self) -> None:
-        # A plain daemon thread, not a worker: docker's log stream blocks and cannot be cancelled, and a
-        # worker stuck in it would hold up the app's exit.
-        threading.Thread(target=self._follow_log, daemon=True).start()
+        from ktwizard.monitor.logs import LogFollower
 
-    def _follow_log(self) -> None:
-        from ktwizard.deploy.engine import connect, find_managed
-        from ktwizard.errors import KtwizardError
-
-        try:
-            container = find_managed(connect(), self.container or "")
-        except KtwizardError as exc:
-            self.app.call_from_thread(self.query_one(LogPane).add, f"no log: {exc.message}")
-            return
-        buf = b""
-        self._log_stream = container.logs(stream=True, follow=True, tail=200)
-        try:
-            for chunk in self._log_stream:
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                for line in lines:
-                    self.app.call_from_thread(self.query_one(LogPane).add, line.decode("utf-8", "replace"))
-        except Exception:  # noqa: BLE001 - the stream closes, or the app is gone, when the screen goes
-            return
+        pane = self.query_one(LogPane)
+        self.log_follower = LogFollower(
+            self.container or "", on_line=lambda line: self.app.call_from_thread(pane.add, line)
+        )
+        self.log_follower.start()
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -166,9 +148,8 @@ class MonitorScreen(Screen):
     def on_unmount(self) -> None:
         self.workers.cancel_all()
         self._wake.set()  # the sampling loop sees the cancel now, not at its next tick
-        stream = getattr(self, "_log_stream", None)
-        if stream is not None:
-            stream.close()
+        if self.log_follower is not None:
+            self.log_follower.close()
 
 
 class MonitorApp(App):

@@ -14,11 +14,10 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Log
 
-from ktwizard.monitor.samples import Sample
+from ktwizard.monitor.samples import HISTORY, Sample
 from ktwizard.tui.rows import Rows
 from ktwizard.units import human
 
-HISTORY = 600  # samples kept per series: 10 minutes at 1 Hz
 # History lines are redrawn every few samples: 600 samples across ~60 cells is one cell per 10 samples,
 # so redrawing every second would only shuffle bucket edges.
 SPARK_EVERY = 5
@@ -79,6 +78,7 @@ def gauge(label: str, frac: float, tail: str, width: int, mark: float | None = N
 class Pane(Rows):
     sample: reactive[Sample | None] = reactive(None, repaint=False)  # show() repaints only the rows that changed
     can_focus = True
+    POLLS: frozenset[str] = frozenset()  # the Monitor's samplers this pane reads (polled only while it is shown)
 
     def __init__(self, title: str, **kw) -> None:
         super().__init__(**kw)
@@ -126,6 +126,8 @@ class History:
 
 
 class GpuPane(Pane):
+    POLLS = frozenset({"gpu"})
+
     def __init__(self, predicted: dict[int, int] | None = None, **kw) -> None:
         super().__init__("GPU memory", **kw)
         self.predicted = predicted or {}
@@ -165,6 +167,8 @@ class GpuPane(Pane):
 
 
 class HostPane(Pane):
+    POLLS = frozenset({"host", "container"})
+
     def __init__(self, **kw) -> None:
         super().__init__("Host memory", **kw)
 
@@ -206,6 +210,8 @@ class HostPane(Pane):
 
 
 class ThroughputPane(Pane):
+    POLLS = frozenset({"server"})
+
     def __init__(self, **kw) -> None:
         super().__init__("Throughput", **kw)
         self.decode = History()
@@ -236,6 +242,8 @@ class ThroughputPane(Pane):
 
 
 class AlertsPane(Pane):
+    POLLS = frozenset({"container"})  # container state feeds the alerts, which are always shown
+
     def __init__(self, **kw) -> None:
         super().__init__("Alerts", **kw)
 

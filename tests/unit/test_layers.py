@@ -147,7 +147,7 @@ def test_per_gpu_totals_recomputed_independently(seed_plan):
             expert_layer for i in layers if i >= 1 and i not in r.cpu_expert_layers
         )
         assert b.item("KV cache") == kv_layer * len(layers)
-        assert b.free >= 0 and b.total == 45 * 2**30
+        assert b.free >= 0 and b.total == 46068 * 2**20  # what NVML reports for an L40 (ECC on), not the spec's 45 GiB
     # the seed's question: 8 full layers per 46 GB card (about 63 GB) cannot fit
     full = own_layer_non_expert(1) + expert_layer + kv_layer
     assert lp.layer_full_bytes == full and 8 * full > 45 * 2**30

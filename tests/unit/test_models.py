@@ -365,7 +365,7 @@ def test_presets_command():
 
 
 def test_every_family_in_the_table_has_a_preset_and_parses_it():
-    """Adding a family is one table entry, a preset and a test: the table is what parse_config and the inventory read."""
+    """Adding a family is one table entry, a preset and a test: parse_config and the inventory read the table."""
     from ktwizard.models.config import parse_config
     from ktwizard.models.families import FAMILIES
     from ktwizard.models.presets import all_presets

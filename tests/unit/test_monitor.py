@@ -103,6 +103,27 @@ def test_batch_lines_in_every_spelling():
     assert parse_batch_line("[2026-07-20 14:02:40] The server is fired up and ready to roll!") is None
 
 
+def test_without_metrics_the_log_gives_throughput_and_kv_use():
+    from ktwizard.monitor.logs import LogFollower
+    from ktwizard.monitor.session import Monitor
+
+    log = LogFollower("not-started")  # fed by hand: the real follower feeds it from the container's log stream
+    monitor = Monitor(gpus=False, log=log)
+    assert monitor.sample(frozenset({"server"})).server is None  # no server sampler and no batch line yet
+    for line in [x for x in REF.splitlines() if "batch" in x and x.startswith("[2026")]:
+        log.feed(line)
+    log.feed(
+        "[2026-07-20 14:02:40] Decode batch, #running-req: 2, #token: 16650, token usage: 0.05, cuda graph: True, "
+        "gen throughput (token/s): 23.41, #queue-req: 1"
+    )
+    server = monitor.sample(frozenset({"server"})).server
+    assert server is not None and server.source == "log" and not server.up
+    assert (server.decode_tps, server.running, server.queued, server.kv_usage) == (23.41, 2, 1, 0.05)
+    assert server.prefill_tps == parse_batch_line([x for x in log.lines if "Prefill batch" in x][-1]).throughput
+    log.feed("x" * 100_000)
+    assert len(log.lines[-1]) == 8192  # a hostile line is cut
+
+
 def test_host_sampler_on_this_machine():
     from ktwizard.monitor.samplers import HostSampler
 
