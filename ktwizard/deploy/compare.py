@@ -28,7 +28,7 @@ class Comparison:
 
 def compare(plan: Plan, figures: dict[str, float]) -> list[Comparison]:
     b = plan.gpu_budgets[0]
-    weights = b.item("non-expert weights") + b.item("GPU experts") + b.item("KT staging buffer")
+    weights = sum(i.bytes for i in b.items if i.phase == "weights")
     pairs = [
         ("weights (GPU)", weights / GiB, figures.get("weights_gb"), "GiB"),
         (

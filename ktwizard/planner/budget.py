@@ -1,8 +1,21 @@
-"""Itemised memory budgets: every byte a GPU or NUMA node must hold, with its reason."""
+"""Itemised memory budgets: every byte a GPU or NUMA node must hold, with its reason and the phase it appears in.
+
+A GPU's memory is not one number but a sequence of phases, each with its own peak:
+  load            before + weights (the context, non-expert weights, GPU experts, staging buffer)
+  ready           + the KV pool and what start-up allocates after it (CUDA graphs, attention workspace)
+  short prompt    + the layerwise-prefill layer built on the first prompt over the threshold
+  longest prompt  + the activations of a full chunk and the long-prompt attention temporaries
+  decode          + what stays allocated (the layerwise layer is never freed) while every request decodes
+The binding phase is the one with the highest peak; a plan fits when it leaves the margin free.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+
+PHASES = ("load", "ready", "short prompt", "longest prompt", "decode")
+STATIC = {"load": ("before", "weights"), "ready": ("before", "weights", "kv", "ready")}
 
 
 @dataclass(frozen=True)
@@ -10,8 +23,19 @@ class BudgetItem:
     name: str
     bytes: int
     why: str
-    phase: str  # before | weights | kv | runtime (what SGLang has allocated by then)
+    phase: str  # before | weights | kv | ready | runtime (when SGLang allocates it)
     estimate: bool = False
+    live: tuple[str, ...] = ()  # runtime items: the phases in which they exist (none named: every runtime phase)
+    source: str = ""  # the runtime's file and line whose allocation this models
+    # Runtime items with the same tag are never alive at once (one layer's attention temporaries are freed before
+    # its MoE block restores the layerwise layer): a phase counts the largest of them, not their sum.
+    exclusive: str = ""
+
+
+@dataclass(frozen=True)
+class PhasePeak:
+    phase: str
+    bytes: int
 
 
 class _Itemised:
@@ -42,10 +66,49 @@ class GpuBudget(_Itemised):
     name: str
     total: int
     items: tuple[BudgetItem, ...]
+    margin: int = 0  # kept free at the binding phase: fragmentation and unmodelled allocations
+    total_estimated: bool = False  # a hand-written card ktwizard does not know
 
     @property
     def capacity(self) -> int:  # type: ignore[override]
         return self.total
+
+    def phase_items(self, phase: str) -> tuple[BudgetItem, ...]:
+        """The items alive at `phase` (of exclusive ones, the largest of each tag)."""
+        if phase in STATIC:
+            return tuple(i for i in self.items if i.phase in STATIC[phase])
+        live = [i for i in self.items if phase in i.live or (i.phase == "runtime" and not i.live)]
+        largest: dict[str, BudgetItem] = {}
+        for i in live:
+            if i.exclusive and (i.exclusive not in largest or i.bytes > largest[i.exclusive].bytes):
+                largest[i.exclusive] = i
+        keep = {id(i) for i in largest.values()}
+        return self.phase_items("ready") + tuple(i for i in live if not i.exclusive or id(i) in keep)
+
+    def phase_bytes(self, phase: str) -> int:
+        return sum(i.bytes for i in self.phase_items(phase))
+
+    def phase_bytes_of(self, stage: str) -> int:
+        """Bytes of the items SGLang allocates at one stage (before | weights | kv | ready | runtime)."""
+        return sum(i.bytes for i in self.items if i.phase == stage)
+
+    @cached_property
+    def phases(self) -> tuple[PhasePeak, ...]:  # cached: a frozen budget's peaks never change
+        return tuple(PhasePeak(p, self.phase_bytes(p)) for p in PHASES)
+
+    @property
+    def binding(self) -> str:
+        """The phase with the highest peak (the earliest of equal ones)."""
+        return max(self.phases, key=lambda p: p.bytes).phase
+
+    @property
+    def used(self) -> int:
+        """The peak over all phases."""
+        return max(p.bytes for p in self.phases)
+
+    @property
+    def fits(self) -> bool:
+        return self.free >= self.margin
 
 
 @dataclass(frozen=True)

@@ -6,19 +6,17 @@ from dataclasses import replace
 from math import ceil
 
 from ktwizard.errors import BadInput
-from ktwizard.host.checks import numa_memory_trustworthy
 from ktwizard.host.profile import GPU, HostProfile
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner import constants as C
-from ktwizard.planner import memory as M
+from ktwizard.planner import host_budget
 from ktwizard.planner.catalog import check_flags
 from ktwizard.planner.flags import build_env, build_flags
-from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method
+from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.sizing import Sizing
-from ktwizard.planner.threads import ThreadPlan, plan_threads
-from ktwizard.planner.types import BudgetItem, Goals, GpuBudget, HostBudget, ModelRef, Plan
+from ktwizard.planner.threads import plan_threads
+from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.units import human
 
 AUTO_CONTEXT_CAP = 131072
@@ -75,17 +73,29 @@ def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:
     return chosen
 
 
-def _auto(host, spec, goals, gpus, choice) -> tuple[Sizing, list[Notice]]:
+def _layerwise(spec: ModelSpec, choice: MethodChoice, goals: Goals) -> tuple[bool, Notice | None]:
+    ok, reason = layerwise_supported(spec, choice.method)
+    if goals.layerwise_prefill and not ok:
+        raise BadInput(f"--layerwise-prefill: {reason}")
+    if goals.layerwise_prefill is None and not ok and choice.method in LAYERWISE:
+        return False, Notice("info", f"Layerwise prefill is off: {reason}", "long prompts prefill on the CPU")
+    return ok if goals.layerwise_prefill is None else goals.layerwise_prefill, None
+
+
+def _auto(
+    spec: ModelSpec, goals: Goals, gpus: tuple[GPU, ...], choice: MethodChoice, backend: str | None
+) -> tuple[Sizing, list[Notice]]:
     """Settle layerwise prefill and the context length when the user left them to ktwizard."""
-    notes: list[Notice] = []
-    layerwise_ok = choice.method in LAYERWISE
-    want_layerwise = layerwise_ok if goals.layerwise_prefill is None else goals.layerwise_prefill
-    if goals.layerwise_prefill and not layerwise_ok:
-        raise BadInput(f"--layerwise-prefill: {choice.method} has no layerwise prefill path (native methods only)")
+    want_layerwise, note = _layerwise(spec, choice, goals)
+    notes = [note] if note else []
     context = goals.context or min(spec.max_context or AUTO_CONTEXT_CAP, AUTO_CONTEXT_CAP)
-    sizing = Sizing(host, spec, goals, gpus, choice.method, want_layerwise, context)
+
+    def size(layerwise: bool, ctx: int) -> Sizing:
+        return Sizing(spec, goals, gpus, choice.method, layerwise, ctx, backend)
+
+    sizing = size(want_layerwise, context)
     if sizing.max_experts() < 0 and want_layerwise and goals.layerwise_prefill is None:
-        alt = Sizing(host, spec, goals, gpus, choice.method, False, context)
+        alt = size(False, context)
         if alt.max_experts() >= 0:
             notes.append(
                 Notice(
@@ -97,13 +107,14 @@ def _auto(host, spec, goals, gpus, choice) -> tuple[Sizing, list[Notice]]:
             )
             sizing = alt
     if sizing.max_experts() < 0 and goals.context is None:
-        # Shrink the context before refusing (peer-memory-estimators §5.2 rule 7) and say so.
-        room = min(sizing.expert_room(g) + sum(i.bytes for i in sizing.kv()) for g in gpus)
-        tokens = room // sizing.cell // goals.concurrency // 1024 * 1024
-        if tokens >= MIN_CONTEXT:
-            sizing = Sizing(host, spec, goals, gpus, choice.method, sizing.layerwise, tokens)
-            while sizing.max_experts() < 0 and sizing.context > MIN_CONTEXT:  # chunk size follows the context
-                sizing = Sizing(host, spec, goals, gpus, choice.method, sizing.layerwise, sizing.context - 1024)
+        # Shrink the context before refusing (peer-memory-estimators §5.2 rule 7), by bisection in 1024-token
+        # steps: every phase grows with the context, so the longest that fits is one boundary.
+        lo, hi = MIN_CONTEXT // 1024, context // 1024
+        if size(sizing.layerwise, lo * 1024).max_experts() >= 0:
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                lo, hi = (mid, hi) if size(sizing.layerwise, mid * 1024).max_experts() >= 0 else (lo, mid - 1)
+            sizing = size(sizing.layerwise, lo * 1024)
             notes.append(
                 Notice(
                     "warn",
@@ -115,130 +126,37 @@ def _auto(host, spec, goals, gpus, choice) -> tuple[Sizing, list[Notice]]:
     return sizing, notes
 
 
-def _host_budgets(
-    host: HostProfile, spec: ModelSpec, method: str, threads: ThreadPlan, tp: int, chunk: int
-) -> tuple[HostBudget, ...]:
-    per_expert = M.cpu_bytes_per_expert(spec, method)
-    all_experts = per_expert * spec.routed_experts * spec.moe_layer_count
-    usable = host.memory.usable
-    nodes = [n for n in host.numa_nodes if n.id in threads.nodes] or list(host.numa_nodes)
-    trust = numa_memory_trustworthy(host) and not host.memory.cgroup_limit
-    share = usable // max(1, len(host.numa_nodes))
-    budgets = []
-    os_reserve = max(C.OS_RESERVE_MIN, int(usable * C.OS_RESERVE_FRACTION))
-    for n in nodes:
-        cap = min(n.memory_total, share * 2) if trust and n.memory_total else share
-        items = [
-            BudgetItem(
-                "CPU experts",
-                all_experts // len(nodes),
-                f"all {spec.routed_experts} x {spec.moe_layer_count} routed experts in {method} layout "
-                f"({per_expert} B each), split over {len(nodes)} thread pool(s); RAM holds every expert whatever "
-                "--kt-num-gpu-experts",
-                "weights",
-            ),
-            BudgetItem(
-                "OS share",
-                os_reserve // len(host.numa_nodes),
-                "kernel, page tables and other services: max(4 GiB, 4 %) over the nodes",
-                "before",
-                True,
-            ),
-        ]
-        budgets.append(HostBudget(node=n.id, capacity=cap, items=tuple(items)))
-    whole = [
-        BudgetItem("CPU experts", all_experts, "sum over the NUMA nodes", "weights"),
-        BudgetItem(
-            "KT pinned buffers",
-            C.KT_SHM_EXPERTS * 3 * per_expert * tp + chunk * spec.hidden * 2 * tp,
-            "double-buffered experts in /dev/shm per TP rank (pinned) + pinned staging",
-            "weights",
-        ),
-        BudgetItem(
-            "server process",
-            C.HOST_PROCESS,
-            "Python, torch, CUDA and NCCL host libraries of the SGLang process",
-            "before",
-            True,
-        ),
-        BudgetItem(
-            "page cache while loading",
-            C.LOAD_PAGE_CACHE,
-            "safetensors shards stream through the page cache at load",
-            "weights",
-            True,
-        ),
-        BudgetItem("OS reserve", os_reserve, "kernel, page tables and other services: max(4 GiB, 4 %)", "before", True),
-    ]
-    return (HostBudget(node=-1, capacity=usable, items=tuple(whole)), *budgets)
-
-
 def plan(
     host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | None = None, recipe: Recipe | None = None
 ) -> Plan:
     _validate(goals, spec)
     gpus = _gpus(host, goals, spec)
+    hints = hints or SglangHints()
     choice: MethodChoice = choose_method(spec, host.cpu.flags, goals.method)
-    sizing, notes = _auto(host, spec, goals, gpus, choice)
+    sizing, notes = _auto(spec, goals, gpus, choice, hints.attention_backend)
     tp = len(gpus)
-    n_max = sizing.max_experts()
-    fits = n_max >= 0
-    gpu_experts = goals.gpu_experts if goals.gpu_experts is not None else max(0, min(n_max, spec.routed_experts))
-    if goals.gpu_experts is not None and goals.gpu_experts > n_max:
-        fits = False
-    overflows: list[str] = []
-    budgets = []
-    mfs = 1.0
-    for g in gpus:
-        fixed, dyn, kv = sizing.fixed(g), sizing.dynamic(g), sizing.kv()
-        experts = [
-            BudgetItem(
-                "GPU experts",
-                M.gpu_expert_bytes(spec, gpu_experts, tp),
-                f"{gpu_experts} per MoE layer x {spec.moe_layer_count} layers x {spec.expert_bytes_native} B "
-                f"({spec.expert_format.describe()})" + (f" ÷ {tp} TP" if tp > 1 else ""),
-                "weights",
-            )
-        ]
-        b = GpuBudget(gpu=g.index, name=g.name, total=g.memory_total, items=tuple(fixed + experts + kv + dyn))
-        budgets.append(b)
-        if not b.fits:
-            overflows.append(
-                f"GPU {g.index} ({g.name}) is over by {human(-b.free)}: {human(b.used)} needed of {human(b.total)}"
-            )
-        dyn_bytes = sum(i.bytes for i in dyn)
-        mfs = min(mfs, int((g.memory_total - dyn_bytes) / g.memory_total * 1000) / 1000)
+    fit = sizing.fit()
+    fits = fit.experts >= 0
+    gpu_experts = goals.gpu_experts if goals.gpu_experts is not None else max(0, fit.experts)
+    budgets = tuple(sizing.budget(g, rank, gpu_experts) for rank, g in enumerate(gpus))
+    overflows = [
+        f"GPU {b.gpu} ({b.name}) is over at the {b.binding} phase by {human(b.margin - b.free)}: "
+        f"{human(b.used)} needed of {human(b.total)}, {human(b.margin)} kept free"
+        for b in budgets
+        if not b.fits
+    ]
+    mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
-    host_budgets = _host_budgets(host, spec, choice.method, threads, tp, sizing.chunk)
+    host_budgets = host_budget.host_budgets(host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise)
     for hb in host_budgets:
         if not hb.fits:
             where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
             overflows.append(
                 f"{where} is over by {human(-hb.free)}: {human(hb.used)} needed of {human(hb.capacity)} usable"
             )
-            fits = False
-    if not fits and not overflows:
-        need = -sizing.expert_room(min(gpus, key=lambda g: sizing.expert_room(g)))
-        overflows.append(
-            f"GPU memory is short by {human(max(need, 0) + (goals.gpu_experts or 0) * sizing.per_expert_layer())} for "
-            f"{sizing.context} tokens x {goals.concurrency} request(s)"
-            + (f" with {goals.gpu_experts} GPU experts per layer" if goals.gpu_experts else "")
-        )
-    hints = hints or SglangHints()
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
-    env = build_env(gpus, threads, choice)
-    notes += why_notes
-    if choice.caveat:
-        notes.append(Notice("warn", f"{choice.method} needs converted CPU weights", choice.caveat))
-    if not goals.weights:
-        notes.append(
-            Notice(
-                "info",
-                "No --weights folder given: the rendered paths are placeholders",
-                "pass --weights DIR (the checkpoint folder) to render runnable commands",
-            )
-        )
+    notes += why_notes + _notes(goals, choice, sizing, budgets, gpus)
     ref = ModelRef(
         id=spec.id, name=spec.name or spec.id, source=spec.source, exact=spec.exact, architecture=spec.architecture
     )
@@ -250,11 +168,11 @@ def plan(
         tp=tp,
         gpus=tuple(g.index for g in gpus),
         gpu_experts=gpu_experts,
-        max_total_tokens=sizing.tokens,
+        max_total_tokens=sizing.pool.max_total_tokens,
         mem_fraction_static=mfs,
         flags=flags,
-        env=env,
-        gpu_budgets=tuple(budgets),
+        env=build_env(gpus, threads, choice),
+        gpu_budgets=budgets,
         host_budgets=host_budgets,
         fits=fits and not overflows,
         overflows=tuple(overflows),
@@ -262,6 +180,7 @@ def plan(
         image=goals.image or (recipe.image if recipe else "") or "",
         model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
+        binding=f"GPU {fit.gpu}, {fit.phase}" if fit.phase else "",
     )
     from ktwizard.planner.forecast import forecast
 
@@ -277,6 +196,52 @@ def plan(
             result, suggestions=tuple(suggest(host, spec, goals, lambda g: plan(host, spec, g, hints, recipe)))
         )
     return result
+
+
+def _notes(
+    goals: Goals, choice: MethodChoice, sizing: Sizing, budgets: tuple[GpuBudget, ...], gpus: tuple[GPU, ...]
+) -> list[Notice]:
+    notes = []
+    if choice.caveat:
+        notes.append(Notice("warn", f"{choice.method} needs converted CPU weights", choice.caveat))
+    if not goals.weights:
+        notes.append(
+            Notice(
+                "info",
+                "No --weights folder given: the rendered paths are placeholders",
+                "pass --weights DIR (the checkpoint folder) to render runnable commands",
+            )
+        )
+    for g in gpus:
+        if g.memory_total_estimated:
+            notes.append(
+                Notice(
+                    "warn",
+                    f"GPU {g.index} ({g.name}) is not a card ktwizard knows: its total is an estimate "
+                    f"({human(g.memory_total)}, the stated size less 1/16 for ECC and the driver)",
+                    "plan on the machine itself (ktwizard probe --save) for the total NVML reports",
+                )
+            )
+    if not sizing.backend_known and sizing.spec.attention.kind.startswith("mla"):
+        notes.append(
+            Notice(
+                "info",
+                "No attention backend is set for this model: budgeted as flashinfer (its workspace and long-prompt "
+                "K/V decompression)",
+                "the budget holds for SGLang's other backends too",
+            )
+        )
+    mla = sum(i.bytes for i in budgets[0].items if i.name == "MLA prefix K/V")
+    if mla and budgets[0].binding == "longest prompt":
+        notes.append(
+            Notice(
+                "info",
+                f"Long prompts decompress {human(mla)} of K/V per GPU for attention over the prefix "
+                f"({sizing.backend}); that phase limits the GPU experts",
+                "--attention-backend triton or --disable-chunked-prefix-cache avoids it at some prefill speed",
+            )
+        )
+    return notes
 
 
 def _model_path(goals: Goals, spec: ModelSpec) -> str:

@@ -47,9 +47,11 @@ def build_flags(
         Flag(
             "--mem-fraction-static",
             mfs,
-            "weights + KV pool share of each GPU, computed bottom-up so activations, CUDA graphs"
-            + (", the lazily allocated layerwise-prefill layer" if sizing.layerwise else "")
-            + " and headroom fit in the rest",
+            "SGLang sizes the KV pool as (free after weights) - (free after the CUDA context) x (1 - this): the "
+            "smallest value whose pool covers --max-total-tokens with a margin, so the pool never shrinks; what the "
+            "cap leaves holds graphs, workspaces"
+            + (", the layerwise-prefill layer" if sizing.layerwise else "")
+            + " and activations (every phase checked)",
         ),
     ]
     if hints.trust_remote_code:
@@ -77,8 +79,14 @@ def build_flags(
         Flag("--prefill-max-requests", goals.concurrency, "let every running request prefill in one batch"),
         Flag(
             "--max-total-tokens",
-            sizing.tokens,
-            "KV pool = context x concurrency exactly, so the pool is deterministic and what it leaves stays free",
+            sizing.pool.max_total_tokens,
+            "caps the KV pool at what the goals need (context x concurrency"
+            + (
+                ", counted in cells of all layers as SGLang does for sliding-window models"
+                if sizing.pool.swa_full_tokens_ratio
+                else ""
+            )
+            + "), so the pool is deterministic and what it leaves stays free",
         ),
         Flag(
             "--kt-num-gpu-experts",
@@ -161,6 +169,15 @@ def build_flags(
         )
     elif _blackwell(gpus):
         f.append(Flag("--fp8-gemm-backend", "triton", "SM120 (Blackwell workstation): the recipe-tested FP8 GEMM path"))
+    if sizing.pool.swa_full_tokens_ratio is not None:
+        f.append(
+            Flag(
+                "--swa-full-tokens-ratio",
+                sizing.pool.swa_full_tokens_ratio,
+                "sliding-window layers keep only their window and the chunks in flight: the smallest share that "
+                f"holds them leaves the full-attention pool {sizing.tokens} tokens",
+            )
+        )
     if goals.kv_dtype == "fp8_e4m3":
         f.append(Flag("--kv-cache-dtype", "fp8_e4m3", "FP8 KV cache: half the bytes per token"))
     if hints.reasoning_parser:

@@ -135,7 +135,13 @@ def place_layers(
     moe = spec.moe_layers
     chosen: tuple[int, ...] = moe
     parts = None
-    for k in range(len(moe) + 1):
+    # No count whose total exceeds the GPUs' sum can be partitioned: start the scan at the first that could.
+    saving = sorted((full[i] - lean[i] for i in moe), reverse=True)
+    excess, start = sum(full) - sum(caps), 0
+    while start < len(moe) and excess > 0:
+        excess -= saving[start]
+        start += 1
+    for k in range(start, len(moe) + 1):
         offload = _spread(moe, k)
         costs = [lean[i] if i in offload else full[i] for i in range(spec.layers)]
         parts = _partition(costs, caps)
@@ -149,7 +155,7 @@ def place_layers(
     else:
         costs = [lean[i] if i in chosen else full[i] for i in range(spec.layers)]
         lo, hi = 0.0, 1.0  # balance: the smallest fill fraction at which the ranges still fit
-        for _ in range(30):
+        for _ in range(16):  # a fill fraction to 1/65536 is finer than any layer
             mid = (lo + hi) / 2
             trial = _partition(costs, [int(c * mid) for c in caps])
             if trial is not None:

@@ -45,6 +45,8 @@ def gpu_expert_bytes(spec: ModelSpec, per_layer: int, tp: int) -> int:
 
 
 def activation_bytes(spec: ModelSpec, chunk: int, tp: int, concurrency: int) -> int:
+    """Forward temporaries of a `chunk`-token batch (an estimate): ~12 hidden copies, attention and expert
+    intermediates, router logits, and fp32 logits + probabilities of the last token per request."""
     a = spec.attention
     if a.kind.startswith("mla"):
         attn = (
@@ -61,7 +63,7 @@ def activation_bytes(spec: ModelSpec, chunk: int, tp: int, concurrency: int) -> 
         + spec.routed_experts
     )
     logits = concurrency * spec.vocab * 4 * 2  # fp32 logits and probabilities of the last token per request
-    return chunk * per_token + logits + C.FLASHINFER_WORKSPACE
+    return chunk * per_token + logits
 
 
 def headroom(total: int) -> int:

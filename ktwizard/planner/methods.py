@@ -54,6 +54,17 @@ def runnable(method: str, variant: str | None) -> tuple[bool, str]:
     return False, f"ktwizard cannot size method {method} (LLAMAFILE/GGUF, GPTQ and MOE_INT* are not planned yet)"
 
 
+def layerwise_supported(spec: ModelSpec, method: str) -> tuple[bool, str]:
+    """Can the runtime build the full-GPU layer for long prefills with this method and model?"""
+    if method not in LAYERWISE:
+        return False, f"{method} has no layerwise prefill path (native methods only)"
+    if spec.architecture == "GptOssForCausalLM":
+        # srt/layers/quantization/mxfp4.py:702 deletes w13_weight on the triton_kernels MoE path, and
+        # kt_ep_wrapper.py:5737-5745 then finds no weights for a full-GPU layer: it is never allocated.
+        return False, "gpt-oss runs its experts through triton_kernels, which leaves no full-GPU layer to build"
+    return True, ""
+
+
 def runnable_methods(flags: tuple[str, ...]) -> tuple[str, ...]:
     """The methods kt-kernel's build for this CPU can run (the wizard's method list, the CLI's check)."""
     variant = kt_variant(flags)

@@ -1,14 +1,27 @@
-"""The fixed arithmetic of one (host, spec, goals, method) combination, per chosen GPU."""
+"""GPU sizing for one (host, model, goals, method) combination: the ledger per GPU, the most GPU experts that keep
+every phase inside every card with its margin, and the --mem-fraction-static that sizes the KV pool exactly.
+
+How SGLang sizes the pool (model_runner.py:402, :907-932; model_runner_kv_cache_mixin.py:280-286, :627-636):
+  T      = free memory after the CUDA context (the minimum over TP ranks), not the card size
+  budget = (free memory after all weights) - T x (1 - mfs), divided by the cell size, capped by --max-total-tokens
+With the cap in force, everything allocated later (CUDA graphs, workspaces, the layerwise layer, activations,
+attention temporaries) comes out of T - weights - pool: mfs is only a floor for that remainder. So ktwizard caps
+the pool at exactly what the goals need, picks the smallest mfs whose budget covers that cap with a margin (the
+pool never silently shrinks), and checks the remainder against each phase's own peak.
+"""
 
 from __future__ import annotations
 
-from math import ceil
+from dataclasses import dataclass, replace
+from math import ceil, floor
 
-from ktwizard.host.profile import GPU, HostProfile
+from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner import constants as C
+from ktwizard.planner import ledger as L
 from ktwizard.planner import memory as M
-from ktwizard.planner.types import BudgetItem, Goals
+from ktwizard.planner.budget import BudgetItem, GpuBudget
+from ktwizard.planner.types import Goals
 
 
 def layerwise_threshold(method: str, spec: ModelSpec) -> int:
@@ -19,23 +32,30 @@ def layerwise_threshold(method: str, spec: ModelSpec) -> int:
     return 1024 if spec.attention.kind.startswith("mla") else 2048
 
 
-class Sizing:
-    """The fixed arithmetic of one (host, spec, goals, method) combination, per chosen GPU."""
+@dataclass(frozen=True)
+class Fit:
+    """The most GPU experts per layer every phase allows, and where that limit comes from."""
 
+    experts: int  # -1: not even zero fit
+    gpu: int
+    phase: str
+
+
+class Sizing:
     def __init__(
         self,
-        host: HostProfile,
         spec: ModelSpec,
         goals: Goals,
         gpus: tuple[GPU, ...],
         method: str,
         layerwise: bool,
         context: int,
-    ):
+        backend: str | None,
+    ) -> None:
         self.spec, self.goals, self.gpus, self.method = spec, goals, gpus, method
         self.tp = len(gpus)
         self.context = context
-        self.tokens = context * goals.concurrency
+        self.tokens = context * goals.concurrency  # what the plan promises the pool holds
         t_min = min(g.memory_total for g in gpus)
         chunk, graph_bs = M.sglang_defaults(t_min, self.tp)
         self.chunk_default = chunk
@@ -44,13 +64,22 @@ class Sizing:
         self.chunk = max(512, min(chunk, self.tokens))
         self.graph_bs = max(1, min(graph_bs, goals.concurrency))
         self.layerwise = layerwise
-        self.kv_dtype_bytes = 1 if goals.kv_dtype == "fp8_e4m3" else 2
-        self.cell = spec.kv_cell_bytes(self.tp, self.kv_dtype_bytes)
-        self._room: dict[int, int] = {}
+        self.threshold = layerwise_threshold(method, spec)
+        self.backend = backend or "flashinfer"  # unknown: budget as if it took the costlier flashinfer paths
+        self.backend_known = backend is not None
+        dtype = 1 if goals.kv_dtype == "fp8_e4m3" else 2
+        self.pool = L.kv_pool(spec, self.tokens, self.tp, dtype, self.chunk, goals.concurrency)
+        self.state = (
+            spec.per_request_state_bytes(self.tp) * goals.concurrency if spec.attention.kind == "hybrid_linear" else 0
+        )
+        self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp)
+        self._fit: Fit | None = None
+        self._budgets: dict[tuple[object, ...], GpuBudget] = {}
 
-    def fixed(self, g: GPU) -> list[BudgetItem]:
+    # --- the ledger of one GPU -----------------------------------------------------------------------------------
+
+    def before(self, g: GPU) -> list[BudgetItem]:
         reserve, measured, others = M.driver_and_others(g)
-        spec, tp = self.spec, self.tp
         items = [
             BudgetItem(
                 "driver reserve",
@@ -58,118 +87,153 @@ class Sizing:
                 "NVML v2 reserved memory of this GPU" if measured else "measured on an idle H200 (NVML v2, driver 580)",
                 "before",
                 not measured,
+                source="NVML nvmlDeviceGetMemoryInfo_v2 .reserved",
             ),
             BudgetItem("other processes", others, "memory other processes already hold on this GPU (NVML)", "before"),
             BudgetItem(
                 "CUDA context",
-                C.CUDA_CONTEXT + C.CUBLAS_WORKSPACE,
-                "torch CUDA context 621 MiB + cuBLAS workspace 66 MiB, measured on an H200",
+                C.CUDA_CONTEXT,
+                "torch CUDA context, measured on an H200 (621 MiB)",
                 "before",
                 True,
+                source="srt/model_executor/model_runner.py:402 (memory measured after it)",
             ),
         ]
-        if tp > 1:
+        if self.tp > 1:
             items.append(
                 BudgetItem(
                     "NCCL buffers",
-                    C.NCCL_PER_TP * tp,
+                    C.NCCL_PER_TP * self.tp,
                     "NCCL and custom all-reduce: SGLang reserves tp/8 GiB",
                     "before",
                     True,
                 )
             )
-        ne = M.non_expert_per_rank(spec, tp)
-        items.append(
+        return items
+
+    def weights(self, rank: int, experts: int) -> list[BudgetItem]:
+        spec, tp = self.spec, self.tp
+        items = [
             BudgetItem(
                 "non-expert weights",
-                ne,
+                M.non_expert_per_rank(spec, tp),
                 f"attention, dense MLP, shared experts, embeddings, lm_head (÷{tp} TP; norms, router replicated), "
                 + ("exact from safetensors headers" if spec.exact else "from the preset's tensor inventory"),
                 "weights",
-            )
-        )
-        items.append(
-            BudgetItem(
-                "KT staging buffer",
-                self.chunk * spec.hidden * 2,
-                f"shared CPU-expert input buffer: {self.chunk} tokens x hidden {spec.hidden} x bf16",
-                "weights",
-            )
-        )
-        return items
-
-    def dynamic(self, g: GPU) -> list[BudgetItem]:
-        spec = self.spec
-        items = [
-            BudgetItem(
-                "CUDA graphs",
-                C.GRAPH_BASE + self.graph_bs * C.GRAPH_PER_BS,
-                f"capture up to batch {self.graph_bs}: SGLang's 512 MiB + 2 MiB per batch size",
-                "runtime",
-                True,
+                source="srt/model_executor/model_runner.py load_model",
             ),
-            BudgetItem(
-                "activations",
-                M.activation_bytes(spec, self.chunk, self.tp, self.goals.concurrency),
-                f"prefill of a {self.chunk}-token chunk: hidden states, attention and expert intermediates, logits, "
-                "attention workspace",
-                "runtime",
-                True,
-            ),
+            L.mla_absorbed_copies(spec, tp),
+            L.gpu_experts(spec, experts, tp),
+            L.staging_buffer(spec, self.chunk, rank),
         ]
-        if self.layerwise:
-            items.append(
-                BudgetItem(
-                    "layerwise-prefill layer",
-                    ceil(spec.layer_routed_bytes / self.tp),
-                    f"one full MoE layer ({spec.routed_experts} experts, {spec.expert_format.describe()}), allocated "
-                    "lazily on the first long prefill",
-                    "runtime",
-                )
-            )
-        items.append(
-            BudgetItem(
-                "headroom",
-                M.headroom(g.memory_total),
-                "fragmentation and unmodelled allocations: max(1 GiB, 3 % of the GPU)",
-                "runtime",
-                True,
-            )
-        )
-        return items
+        return [i for i in items if i is not None]
 
     def kv(self) -> list[BudgetItem]:
         items = [
             BudgetItem(
                 "KV pool",
-                self.tokens * self.cell,
-                f"{self.tokens} tokens ({self.context} x {self.goals.concurrency}) x {self.cell} B per token",
+                self.pool.bytes,
+                self.pool.why,
                 "kv",
+                source="srt/model_executor/model_runner_kv_cache_mixin.py:280-286, :627-636",
             )
         ]
-        state = self.spec.per_request_state_bytes(self.tp) * self.goals.concurrency
-        if state:
+        if self.state:
             items.append(
                 BudgetItem(
                     "per-request state",
-                    state,
-                    "linear-attention / sliding-window state per running request",
+                    self.state,
+                    "linear-attention state of every running request",
                     "kv",
                     True,
+                    source="srt/model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache",
                 )
             )
         return items
 
-    def expert_room(self, g: GPU) -> int:
-        """Bytes left on GPU g for routed experts after everything else (and mem-fraction rounding)."""
-        if g.index not in self._room:
-            used = sum(i.bytes for i in self.fixed(g) + self.dynamic(g) + self.kv())
-            self._room[g.index] = g.memory_total - used - g.memory_total // 1000
-        return self._room[g.index]
+    def ready(self) -> list[BudgetItem]:
+        items = [
+            L.flashinfer_workspace(self.backend),
+            BudgetItem(
+                "CUDA graphs",
+                C.GRAPH_BASE + self.graph_bs * C.GRAPH_PER_BS,
+                f"capture up to batch {self.graph_bs}: SGLang's 512 MiB + 2 MiB per batch size",
+                "ready",
+                True,
+            ),
+            BudgetItem("cuBLAS workspace", C.CUBLAS_WORKSPACE, "measured on an H200 (66 MiB)", "ready", True),
+        ]
+        return [i for i in items if i is not None]
 
-    def per_expert_layer(self) -> int:
-        return M.gpu_expert_bytes(self.spec, 1, self.tp)
+    def runtime(self) -> list[BudgetItem]:
+        spec, tp, c = self.spec, self.tp, self.goals.concurrency
+        items: list[BudgetItem | None] = []
+        if self.layerwise:
+            items += L.layerwise_layer(spec, self.method, tp)
+        items += [
+            L.activations(spec, min(self.threshold + 1, self.tokens), tp, 1, "short prompt"),
+            L.activations(spec, self.chunk, tp, c, "longest prompt"),
+            L.mla_prefix_temporaries(spec, self.context, self.chunk, tp, self.backend),
+            L.activations(spec, c, tp, c, "decode"),
+        ]
+        return [i for i in items if i is not None]
+
+    def margin(self, g: GPU) -> int:
+        return M.headroom(g.memory_total)
+
+    def _key(self, g: GPU, rank: int) -> tuple[object, ...]:
+        # GPUs alike in size, use and rank role have the same ledger: 8 identical cards are sized twice, not 8 times
+        return (g.memory_total, M.driver_and_others(g), g.memory_total_estimated, rank == 0)
+
+    def budget(self, g: GPU, rank: int, experts: int) -> GpuBudget:
+        key = (*self._key(g, rank), experts)
+        shared = self._budgets.get(key)
+        if shared is None:
+            items = self.before(g) + self.weights(rank, experts) + self.kv() + self.ready() + self.runtime()
+            shared = self._budgets[key] = GpuBudget(
+                gpu=g.index,
+                name=g.name,
+                total=g.memory_total,
+                items=tuple(items),
+                margin=self.margin(g),
+                total_estimated=g.memory_total_estimated,
+            )
+        if (shared.gpu, shared.name) == (g.index, g.name):
+            return shared
+        alike = replace(shared, gpu=g.index, name=g.name)
+        alike.__dict__["phases"] = shared.phases  # the same items have the same peaks (GpuBudget.phases is cached)
+        return alike
+
+    # --- the search ----------------------------------------------------------------------------------------------
+
+    def fit(self) -> Fit:
+        """Every phase grows by per_expert per GPU expert: the limit is a closed form per (GPU, phase)."""
+        if self._fit is None:
+            best: Fit | None = None
+            peaks: dict[tuple[object, ...], tuple[tuple[str, int], ...]] = {}
+            for rank, g in enumerate(self.gpus):
+                base = self.budget(g, rank, 0)
+                key = self._key(g, rank)
+                if key not in peaks:
+                    peaks[key] = tuple((p.phase, p.bytes) for p in base.phases)
+                for phase, peak in peaks[key]:
+                    room = g.memory_total - base.margin - peak
+                    n = floor(room / self.per_expert) if room >= 0 else -1
+                    if best is None or n < best.experts:
+                        best = Fit(n, g.index, phase)
+            assert best is not None
+            self._fit = Fit(min(best.experts, self.spec.routed_experts), best.gpu, best.phase)
+        return self._fit
 
     def max_experts(self) -> int:
-        room = min(self.expert_room(g) for g in self.gpus)
-        return room // self.per_expert_layer() if room >= 0 else -1
+        return self.fit().experts
+
+    def mem_fraction_static(self, experts: int) -> float:
+        """The smallest mfs (to 0.001) whose pool budget covers the cap plus a margin on every rank."""
+        budgets = [self.budget(g, rank, experts) for rank, g in enumerate(self.gpus)]
+        after_ctx = [b.total - b.phase_bytes("load") + b.phase_bytes_of("weights") for b in budgets]
+        t = min(after_ctx)
+        after_weights = min(free - b.phase_bytes_of("weights") for free, b in zip(after_ctx, budgets, strict=True))
+        need = self.pool.bytes + self.state
+        need += max(C.KV_POOL_MARGIN_MIN, int(need * C.KV_POOL_MARGIN_FRACTION))
+        return max(0.01, min(0.999, ceil((1 - (after_weights - need) / t) * 1000) / 1000))

@@ -88,6 +88,11 @@ class Plan:
     served_name: str = ""
     forecast: Forecast | None = None  # decode tok/s at concurrency 1, before launch
     layers: LayerPlacement | None = None  # KTransformers layer-wise alternative (DeepSeek-V2 family)
+    binding: str = ""  # the GPU and phase whose peak limits the GPU experts ("GPU 0, longest prompt")
+
+    def predicted_peaks(self) -> dict[int, int]:
+        """GPU index -> the planned peak (the binding phase): what the monitor marks and the peak check compares."""
+        return {b.gpu: b.used for b in self.gpu_budgets}
 
     def flag(self, name: str) -> Value:
         return next((f.value for f in self.flags if f.name == name), None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ktwizard.planner.types import BudgetItem, Plan
+from ktwizard.planner.types import BudgetItem, GpuBudget, Plan
 from ktwizard.render.args import args_text
 from ktwizard.units import human
 
@@ -21,6 +21,20 @@ def _items(items: tuple[BudgetItem, ...], total: int) -> list[str]:
     return rows
 
 
+def _gpu(b: GpuBudget) -> list[str]:
+    total = f"{human(b.total)}{' (estimated)' if b.total_estimated else ''}"
+    left = b.free - b.margin
+    out = [
+        f"\nGPU {b.gpu} {b.name}, {total}",
+        f"  peak {human(b.used)} at the {b.binding} phase: {human(b.free)} free, margin {human(b.margin)}"
+        + (f", {human(left)} unused" if left >= 0 else f": OVER by {human(-left)}"),
+    ]
+    out += _items(b.items, b.total)
+    peaks = [f"{p.phase} {human(p.bytes)}" + (" (binding)" if p.phase == b.binding else "") for p in b.phases]
+    out += [f"  phases: {' · '.join(peaks[:3])}", f"          {' · '.join(peaks[3:])}"]
+    return out
+
+
 def verdict(plan: Plan) -> str:
     if plan.fits:
         return (
@@ -33,6 +47,8 @@ def verdict(plan: Plan) -> str:
 def table_text(plan: Plan, explain: bool = False) -> str:
     out = [verdict(plan)]
     out += [f"  ! {o}" for o in plan.overflows]
+    if plan.binding:
+        out.append(f"binding: {plan.binding} (the phase whose peak limits the GPU experts)")
     g = plan.goals
     out.append(
         f"goals: context {plan.flag('--context-length')}, {g.concurrency} concurrent request(s), GPUs "
@@ -40,11 +56,7 @@ def table_text(plan: Plan, explain: bool = False) -> str:
         f"KV pool {plan.max_total_tokens} tokens; mem-fraction-static {plan.mem_fraction_static}"
     )
     for b in plan.gpu_budgets:
-        out.append(
-            f"\nGPU {b.gpu} {b.name}: {human(b.used)} of {human(b.total)} ({human(b.free)} "
-            f"{'free' if b.free >= 0 else 'OVER'})"
-        )
-        out += _items(b.items, b.total)
+        out += _gpu(b)
     for h in plan.host_budgets:
         where = "Host RAM" if h.node < 0 else f"NUMA node {h.node}"
         out.append(
@@ -86,9 +98,14 @@ def table_text(plan: Plan, explain: bool = False) -> str:
         out += [f"  {f.name} {'' if f.value is True else f.value}\n      {f.why}" for f in plan.flags]
         out.append("Environment:")
         out += [f"  {e.name}={e.value}\n      {e.why}" for e in plan.env]
-        out.append("Budget lines:")
+        out.append("Budget lines (what each models, and the runtime's file and line):")
         for b in plan.gpu_budgets[:1]:
-            out += [f"  {i.name}: {i.why}" for i in b.items]
+            out += [
+                f"  {i.name}: {i.why}"
+                + (f" [{i.source}]" if i.source else "")
+                + (f" — live in {', '.join(i.live)}" if i.live else "")
+                for i in b.items
+            ]
         for h in plan.host_budgets[:1]:
             out += [f"  {i.name}: {i.why}" for i in h.items]
     else:

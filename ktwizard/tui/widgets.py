@@ -86,7 +86,8 @@ def stacked(items: tuple[BudgetItem, ...], total: int, width: int = 60) -> Text:
 def budget_text(plan: Plan, width: int = 60) -> Text:
     t = Text()
     for b in plan.gpu_budgets:
-        t += Text(f"GPU {b.gpu}  ") + stacked(b.items, b.total, width) + Text(f"  {human(b.used)}/{human(b.total)}\n")
+        at = b.phase_items(b.binding)  # the items alive at the peak, so the bar's length is the peak
+        t += Text(f"GPU {b.gpu}  ") + stacked(at, b.total, width) + Text(f"  {human(b.used)}/{human(b.total)}\n")
     for h in plan.host_budgets:
         label = "RAM   " if h.node < 0 else f"node{h.node} "
         t += Text(label) + stacked(h.items, h.capacity, width) + Text(f"  {human(h.used)}/{human(h.capacity)}\n")

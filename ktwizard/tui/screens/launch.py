@@ -122,7 +122,7 @@ class LaunchScreen(Step):
             return
         from ktwizard.tui.monitor_app import MonitorScreen
 
-        predicted = {b.gpu: sum(i.bytes for i in b.items if i.name != "headroom") for b in plan.gpu_budgets}
+        predicted = plan.predicted_peaks()
         self.app.call_from_thread(
             self.app.push_screen,
             MonitorScreen(

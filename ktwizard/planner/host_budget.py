@@ -1,0 +1,85 @@
+"""Host RAM per NUMA node: CPU experts once, split over the thread pools, and what else the host must hold."""
+
+from __future__ import annotations
+
+from ktwizard.host.checks import numa_memory_trustworthy
+from ktwizard.host.profile import HostProfile
+from ktwizard.models.spec import ModelSpec
+from ktwizard.planner import constants as C
+from ktwizard.planner import memory as M
+from ktwizard.planner.budget import BudgetItem, HostBudget
+from ktwizard.planner.threads import ThreadPlan
+
+
+def host_budgets(
+    host: HostProfile, spec: ModelSpec, method: str, threads: ThreadPlan, tp: int, chunk: int, layerwise: bool
+) -> tuple[HostBudget, ...]:
+    """kt_ep_wrapper.py:5283-5363: only TP rank 0 builds the CPU expert wrapper, so CPU experts exist once; upstream
+    moe-tp.hpp splits every expert's intermediate dimension across the pools (a split, not a copy)."""
+    per_expert = M.cpu_bytes_per_expert(spec, method)
+    all_experts = per_expert * spec.routed_experts * spec.moe_layer_count
+    usable = host.memory.usable
+    nodes = [n for n in host.numa_nodes if n.id in threads.nodes] or list(host.numa_nodes)
+    trust = numa_memory_trustworthy(host) and not host.memory.cgroup_limit
+    share = usable // max(1, len(host.numa_nodes))
+    budgets = []
+    os_reserve = max(C.OS_RESERVE_MIN, int(usable * C.OS_RESERVE_FRACTION))
+    for n in nodes:
+        cap = min(n.memory_total, share * 2) if trust and n.memory_total else share
+        items = [
+            BudgetItem(
+                "CPU experts",
+                all_experts // len(nodes),
+                f"all {spec.routed_experts} x {spec.moe_layer_count} routed experts in {method} layout "
+                f"({per_expert} B each), split over {len(nodes)} thread pool(s); RAM holds every expert whatever "
+                "--kt-num-gpu-experts",
+                "weights",
+            ),
+            BudgetItem(
+                "OS share",
+                os_reserve // len(host.numa_nodes),
+                "kernel, page tables and other services: max(4 GiB, 4 %) over the nodes",
+                "before",
+                True,
+            ),
+        ]
+        if not layerwise:
+            items.append(
+                BudgetItem(
+                    "CPU-MoE scratch",
+                    int(C.CPU_MOE_SCRATCH_PER_TOKEN_HIDDEN_K * chunk * spec.hidden * spec.experts_per_token),
+                    f"kt-kernel's per-node buffers for {chunk}-token chunks on the CPU path (layerwise prefill off); "
+                    "about 12 GiB per node for Kimi K2 at 16,384 tokens, scaled",
+                    "runtime",
+                    True,
+                    source="kt-kernel moe_base.hpp (upstream)",
+                )
+            )
+        budgets.append(HostBudget(node=n.id, capacity=cap, items=tuple(items)))
+    scratch = sum(i.bytes for b in budgets for i in b.items if i.name == "CPU-MoE scratch")
+    whole = [
+        BudgetItem("CPU experts", all_experts, "sum over the NUMA nodes", "weights"),
+        *([BudgetItem("CPU-MoE scratch", scratch, "sum over the NUMA nodes", "runtime", True)] if scratch else []),
+        BudgetItem(
+            "KT pinned buffers",
+            C.KT_SHM_EXPERTS * 3 * per_expert * tp + chunk * spec.hidden * 2 * tp,
+            "double-buffered experts in /dev/shm per TP rank (pinned) + pinned staging",
+            "weights",
+        ),
+        BudgetItem(
+            "server process",
+            C.HOST_PROCESS,
+            "Python, torch, CUDA and NCCL host libraries of the SGLang process",
+            "before",
+            True,
+        ),
+        BudgetItem(
+            "page cache while loading",
+            C.LOAD_PAGE_CACHE,
+            "safetensors shards stream through the page cache at load",
+            "weights",
+            True,
+        ),
+        BudgetItem("OS reserve", os_reserve, "kernel, page tables and other services: max(4 GiB, 4 %)", "before", True),
+    ]
+    return (HostBudget(node=-1, capacity=usable, items=tuple(whole)), *budgets)

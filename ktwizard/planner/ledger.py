@@ -1,0 +1,206 @@
+"""The GPU memory ledger: every allocation sglang-kt 0.7.2 and kt-kernel 0.7.2 make, as the runtime makes it.
+
+Each function names the file and line of the wheels (`pip download --no-deps sglang-kt==0.7.2`, paths inside the
+`sglang` package) whose allocation it models, so a reviewer can check it line by line. Where the code and the notes
+(tests/fixtures/oracles/runtime-memory-audit.md) disagreed, the code was followed; the notes' line numbers were off
+by a few lines in kt_ep_wrapper.py and are corrected here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+
+from ktwizard.models.spec import ModelSpec
+from ktwizard.planner import constants as C
+from ktwizard.planner import memory as M
+from ktwizard.planner.budget import BudgetItem
+
+# Attention backends whose MLA extend path decompresses the prefix's K/V (MHA_ONE_SHOT / MHA_CHUNKED_KV):
+# srt/models/deepseek_common/attention_backend_handler.py:10 (MHA_ONE_SHOT_SUPPORTED_BACKENDS) and :72-96.
+MLA_PREFIX_MHA_BACKENDS = ("flashinfer", "fa3", "flashmla")
+# get_max_chunk_capacity(): srt/model_executor/forward_batch_deepseek_mha_mixin.py:43-46
+MLA_MAX_CHUNK = 128 * 1024
+# One decoder layer runs attention, frees its temporaries, then runs its MoE block: the MLA prefix K/V and the
+# layerwise restore peak are never alive together (budget.BudgetItem.exclusive).
+LAYER_STEP = "attention or MoE step of one layer"
+# srt/environ.py:333 SGLANG_FLASHINFER_WORKSPACE_SIZE
+FLASHINFER_WORKSPACE = 384 * 2**20
+
+
+def staging_buffer(spec: ModelSpec, chunk: int, rank: int) -> BudgetItem | None:
+    """kt_ep_wrapper.py:5268-5279: one shared staging buffer (chunk x hidden, bf16), created on TP rank 0 only."""
+    if rank != 0:
+        return None
+    return BudgetItem(
+        "KT staging buffer",
+        chunk * spec.hidden * 2,
+        f"CPU-expert input buffer shared by all MoE layers: {chunk} tokens x hidden {spec.hidden} x bf16, TP rank 0",
+        "weights",
+        source="srt/layers/moe/kt_ep_wrapper.py:5268-5279",
+    )
+
+
+def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
+    """deepseek_weight_loader.py:402-620: w_kc and w_vc are new bf16 tensors made from kv_b_proj, which is kept."""
+    a = spec.attention
+    if not a.kind.startswith("mla"):
+        return None
+    per_layer = a.heads * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank * 2
+    return BudgetItem(
+        "MLA w_kc/w_vc copies",
+        ceil(per_layer * spec.layers / tp),
+        f"bf16 copies of kv_b_proj per layer ({a.heads} heads x ({a.qk_nope_head_dim}+{a.v_head_dim}) x "
+        f"{a.kv_lora_rank}) x {spec.layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
+        "weights",
+        source="srt/models/deepseek_common/deepseek_weight_loader.py:402-620",
+    )
+
+
+def gpu_experts(spec: ModelSpec, per_layer: int, tp: int) -> BudgetItem:
+    """kt_ep_wrapper.py:5254 creates them at load time in the checkpoint's GPU-side format (RAWINT4: Marlin-repacked
+    in place at the same size, compressed_tensors_wNa16_moe.py:234-337): they are weights before the pool is sized.
+    --kt-num-gpu-experts is per MoE layer (kt_ep_wrapper.py:4620)."""
+    return BudgetItem(
+        "GPU experts",
+        ceil(per_layer * spec.moe_layer_count * spec.expert_bytes_native / tp),
+        f"{per_layer} per MoE layer x {spec.moe_layer_count} layers x {spec.expert_bytes_native} B "
+        f"({spec.expert_format.describe()})" + (f" ÷ {tp} TP" if tp > 1 else ""),
+        "weights",
+        source="srt/layers/moe/kt_ep_wrapper.py:5254, :4620",
+    )
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The KV pool as SGLang sizes it, and the flags that size it so."""
+
+    max_total_tokens: int  # the --max-total-tokens cap
+    bytes: int  # what the pool allocates on each TP rank
+    why: str
+    swa_full_tokens_ratio: float | None = None  # hybrid sliding-window models only
+
+
+def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int, concurrency: int) -> Pool:
+    """model_runner_kv_cache_mixin.py:280-286 (budget / cell size) capped at :627-636 by --max-total-tokens.
+
+    Hybrid sliding-window models (gpt-oss): the cap counts cells of *all* layers (:450-463, cell size from
+    get_cell_size_per_token over num_effective_layers); the memory is then split between full-attention and SWA
+    tokens by --swa-full-tokens-ratio r: full = cap x (F + S) / (F + r S). ktwizard picks the smallest r whose SWA
+    pool holds two chunks in flight plus every request's window (the runtime's own rule, server_args.py:1841-1849),
+    and the smallest cap whose full-attention pool still holds every promised token.
+    """
+    a = spec.attention
+    if a.kind != "gqa_swa":
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        return Pool(tokens, tokens * cell, f"{tokens} tokens x {cell} B per token (all layers, this rank)")
+    per_layer = 2 * max(1, a.kv_heads // tp) * a.head_dim * dtype_bytes
+    full = per_layer * a.full_attention_layers
+    swa = per_layer * (spec.layers - a.full_attention_layers)
+    needed_swa = 2 * chunk * 1.05 + concurrency * a.sliding_window
+    ratio = min(1.0, max(0.01, ceil(needed_swa / tokens * 100) / 100))
+    cap = ceil(tokens * (full + ratio * swa) / (full + swa))
+    return Pool(
+        cap,
+        cap * (full + swa),
+        f"--max-total-tokens {cap} x {full + swa} B (cells of all {spec.layers} layers, as SGLang counts them); "
+        f"with --swa-full-tokens-ratio {ratio} that holds {tokens} full-attention tokens and "
+        f"{int(tokens * ratio)} sliding-window tokens",
+        ratio,
+    )
+
+
+def flashinfer_workspace(backend: str) -> BudgetItem | None:
+    """srt/environ.py:333: SGLANG_FLASHINFER_WORKSPACE_SIZE, allocated by the backend after the pool."""
+    if backend != "flashinfer":
+        return None
+    return BudgetItem(
+        "flashinfer workspace",
+        FLASHINFER_WORKSPACE,
+        "attention backend workspace (384 MiB)",
+        "ready",
+        source="srt/environ.py:333",
+    )
+
+
+def layerwise_layer(spec: ModelSpec, method: str, tp: int) -> list[BudgetItem]:
+    """kt_ep_wrapper.py:5737-5814 builds one full MoE layer on the first batch at or above the threshold and keeps
+    it in a module global that is never freed (:556, :6288). INT4 Marlin paths pin the first layer's originals
+    (`original_params`, :637) and `_restore_raw_attrs` (:2681-2696) allocates a fresh full-size weight and scales
+    after every layer: measured at Kimi K2 shapes, 2 layers steady and 2.48 layers at the peak. FP8 and BF16 layers
+    are allocated once."""
+    layer = ceil(spec.layer_routed_bytes / tp)
+    what = f"one full MoE layer ({spec.routed_experts} experts, {spec.expert_format.describe()}) = {layer} B"
+    src = "srt/layers/moe/kt_ep_wrapper.py:5737-5814, :556, :6288"
+    if method in C.INT4_MARLIN_METHODS:
+        steady = int(layer * C.INT4_LAYERWISE_STEADY)
+        return [
+            BudgetItem(
+                "layerwise layer (kept)",
+                steady,
+                f"{what}: pinned originals + the restored copy, kept after the first long prompt",
+                "runtime",
+                live=("short prompt", "longest prompt", "decode"),
+                source=src + ", :637, :2681-2696",
+            ),
+            BudgetItem(
+                "layerwise restore peak",
+                int(layer * C.INT4_LAYERWISE_PEAK) - steady,
+                "_restore_raw_attrs allocates a fresh packed weight and scales while the old ones live "
+                f"(peak {C.INT4_LAYERWISE_PEAK:.2f} layers, measured on an H200)",
+                "runtime",
+                live=("short prompt", "longest prompt"),
+                source="srt/layers/moe/kt_ep_wrapper.py:2681-2696",
+                exclusive=LAYER_STEP,
+            ),
+        ]
+    return [
+        BudgetItem(
+            "layerwise layer (kept)",
+            layer,
+            f"{what}, allocated once on the first long prompt and kept",
+            "runtime",
+            live=("short prompt", "longest prompt", "decode"),
+            source=src,
+        )
+    ]
+
+
+def mla_prefix_temporaries(spec: ModelSpec, longest: int, chunk: int, tp: int, backend: str) -> BudgetItem | None:
+    """attention_backend_handler.py:72-96: with flashinfer / fa3 / flashmla, an extend whose prefix is at least the
+    chunked-prefix threshold (8192) runs MHA over prefix + extend, decompressing K and V for up to MLA_MAX_CHUNK
+    tokens at once (one shot when the sequence fits, else in chunks of that size): kv_b_proj's output
+    (heads x (qk_nope + v)) and the full K (heads x (qk_nope + qk_rope)) in bf16. Measured at 131,072 tokens:
+    7.03 GiB with 64 heads (Kimi K2), 14.0 GiB with 128 (DeepSeek V3). The triton backend avoids this path."""
+    a = spec.attention
+    prefix = longest - min(chunk, longest)  # the last chunk's prefix: the longest the prompt reaches
+    if not a.kind.startswith("mla") or backend not in MLA_PREFIX_MHA_BACKENDS or prefix < C.MLA_CHUNKED_PREFIX_MIN:
+        return None
+    tokens = min(longest, MLA_MAX_CHUNK)
+    per_token = a.heads * ((a.qk_nope_head_dim + a.v_head_dim) + (a.qk_nope_head_dim + a.qk_rope_head_dim)) * 2
+    return BudgetItem(
+        "MLA prefix K/V",
+        ceil(tokens * per_token / tp),
+        f"{backend} decompresses K/V of {tokens} tokens for MHA over the prefix ({per_token} B per token"
+        + (f" ÷ {tp} TP" if tp > 1 else "")
+        + ")",
+        "runtime",
+        live=("longest prompt",),
+        exclusive=LAYER_STEP,
+        source="srt/models/deepseek_common/attention_backend_handler.py:72-96; "
+        "srt/model_executor/forward_batch_deepseek_mha_mixin.py:43-46",
+    )
+
+
+def activations(spec: ModelSpec, tokens: int, tp: int, concurrency: int, phase: str) -> BudgetItem:
+    """Forward-pass temporaries of one batch of `tokens` tokens (an estimate: SGLang frees them between layers, so
+    one layer's worth is live): hidden-state copies, attention projections, routed-expert intermediates of the
+    GPU experts, router logits, and the logits of the last token of each request."""
+    return BudgetItem(
+        f"activations ({phase})",
+        M.activation_bytes(spec, tokens, tp, concurrency),
+        f"a {tokens}-token batch: ~{C.ACT_HIDDEN_COPIES} hidden copies, attention and expert intermediates, logits",
+        "runtime",
+        estimate=True,
+        live=(phase,),
+    )
