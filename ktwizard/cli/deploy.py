@@ -49,6 +49,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
     )
     proc = start(plan, opts)
     deployment, _ = follow_startup(proc, plan, opts)
+    if not args.no_peak_check:
+        from ktwizard.deploy.peak import run_peak_check
+
+        run_peak_check(plan, proc, deployment, opts, tokens=args.peak_check_tokens)
     print(
         f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
         f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
@@ -107,7 +111,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import add_plan_inputs
+    from ktwizard.cli.options import add_plan_inputs, tokens
 
     la = sub.add_parser(
         "launch", help="start the planned SGLang-KT server in Docker (or natively) and follow it to ready"
@@ -128,6 +132,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     la.add_argument("--env", action="append", metavar="K=V", help="extra environment for the server")
     la.add_argument("--memory", metavar="LIMIT", help="container memory limit, such as 700g (default: none)")
     la.add_argument("--python", default="python3", help="the Python that runs sglang (native, or inside the image)")
+    la.add_argument(
+        "--no-peak-check",
+        action="store_true",
+        help="do not drive the lazy allocations after ready (a prompt over the layerwise threshold and one full "
+        "chunk) to compare NVML's peak with the plan",
+    )
+    la.add_argument(
+        "--peak-check-tokens",
+        type=tokens("--peak-check-tokens"),
+        metavar="N",
+        help="the peak check's long prompt, such as 64k (default: one full chunk)",
+    )
     la.set_defaults(func=cmd_launch)
 
     st = sub.add_parser("stop", help="stop and remove a ktwizard-started server")

@@ -41,7 +41,7 @@ def plan_json(checkpoint, port: int = 30000) -> dict:
 def predicted_env(plan: dict) -> list[str]:
     """Make the stand-in log the plan's own figures, so plan-vs-actual is exact unless a test skews it."""
     items = {i["name"]: i["bytes"] for i in plan["gpu_budgets"][0]["items"]}
-    weights = (items["non-expert weights"] + items["GPU experts"] + items["KT staging buffer"]) / 2**30
+    weights = sum(i["bytes"] for i in plan["gpu_budgets"][0]["items"] if i["phase"] == "weights") / 2**30
     cell = items["KV pool"] // plan["max_total_tokens"]
     return [
         "--env",

@@ -85,6 +85,7 @@ class LaunchScreen(Step):
         import io
 
         from ktwizard.deploy.launch import follow_startup
+        from ktwizard.deploy.peak import run_peak_check
         from ktwizard.deploy.runners import launch_options, start
         from ktwizard.inputs import parse_count, parse_env
 
@@ -116,6 +117,7 @@ class LaunchScreen(Step):
             out = cast(TextIO, Lines())
             proc = start(plan, opts, out=out)
             deployment, _ = follow_startup(proc, plan, opts, out=out)
+            run_peak_check(plan, proc, deployment, opts, out=out)
         except KtwizardError as exc:
             self.app.call_from_thread(log.write_line, f"FAILED: {exc.message}")
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)

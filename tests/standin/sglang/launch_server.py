@@ -11,8 +11,16 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
   STANDIN_KV_CELL       KV bytes per token (70272)
   STANDIN_GRAPH_GB      CUDA-graph capture "mem usage", GiB (0.5)
   STANDIN_DECODE_TPS    decode tokens/s of one stream (20.0); STANDIN_DECODE_ALPHA: aggregate = tps * n**alpha (1.0)
-  STANDIN_PREFILL_TPS   prompt tokens/s (600.0)
-  STANDIN_FAIL          cuda_oom@weights|kv|graphs, oom_kill, sigill, hang@<phase>, die_after_ready
+  STANDIN_PREFILL_TPS   prompt tokens/s (600.0); STANDIN_MIN_PREFILL_S: no prefill is shorter (0.1)
+  STANDIN_FAIL          cuda_oom@weights|kv|graphs|layerwise, oom_kill, sigill, hang@<phase>, die_after_ready
+  STANDIN_NVML_DIR      if set, the GPU memory it holds is written there as nvml.json (the shape ktwizard's recorded
+                        NVML adapter reads), for GPUs 0..tp-1, as the real server's would move:
+  STANDIN_RESERVED_GB   the driver's reserve (0.6)
+  STANDIN_READY_GB      held once ready: context, weights, KV pool, graphs, workspaces (default from the above)
+  STANDIN_LAYER_GB      the layerwise-prefill layer, allocated lazily on the first prompt at or over
+                        --kt-gpu-prefill-token-threshold and never freed (kt_ep_wrapper.py:5737-5814, :556) (0)
+  STANDIN_RESTORE_GB    held on top while a layerwise prefill restores its layer (0)
+  STANDIN_ACT_GB_PER_KTOK  activations per 1024 prompt tokens while a prefill runs (0)
 """
 
 from __future__ import annotations
@@ -79,7 +87,79 @@ def cuda_oom(where: str, gib: float) -> None:
         flush=True,
     )
     log("Received sigquit from a child process. It usually means the child failed.")
-    sys.exit(1)
+    os._exit(1)  # from any thread, as the real scheduler's death ends the server
+
+
+class GpuMemory:
+    """What the real server would hold on each GPU, as NVML would report it, written where ktwizard can read it."""
+
+    def __init__(self, args) -> None:
+        self.dir = ENV("STANDIN_NVML_DIR")
+        self.tp = args.tensor_parallel_size or 1
+        gib = 2**30
+        self.total = int(GPU_GB * gib)
+        self.reserved = int(float(ENV("STANDIN_RESERVED_GB", "0.6")) * gib)
+        weights = float(ENV("STANDIN_WEIGHTS_GB", "20.0"))
+        kv = (args.max_total_tokens or 100000) * int(ENV("STANDIN_KV_CELL", "70272")) / gib
+        default_ready = 0.62 + weights + kv + float(ENV("STANDIN_GRAPH_GB", "0.5"))
+        self.ready = int(float(ENV("STANDIN_READY_GB", str(default_ready))) * gib)
+        self.layer = int(float(ENV("STANDIN_LAYER_GB", "0")) * gib)
+        self.restore = int(float(ENV("STANDIN_RESTORE_GB", "0")) * gib)
+        self.act_per_ktok = float(ENV("STANDIN_ACT_GB_PER_KTOK", "0")) * gib
+        self.threshold = args.kt_gpu_prefill_token_threshold
+        self.layers = sorted(range(1, 61))  # Kimi K2's MoE layers, as the real log numbers them
+        self.held = 0
+        self.lock = threading.Lock()
+
+    def write(self, extra: int = 0) -> None:
+        if not self.dir:
+            return
+        used = self.held + extra
+        devices = [
+            {
+                "index": i,
+                "name": "stand-in GPU",
+                "mem_v1": {
+                    "total": self.total,
+                    "used": used + self.reserved,
+                    "free": self.total - used - self.reserved,
+                },
+                "mem_v2": {
+                    "total": self.total,
+                    "used": used,
+                    "free": self.total - used - self.reserved,
+                    "reserved": self.reserved,
+                },
+                "procs": [{"pid": os.getpid(), "used": used}],
+            }
+            for i in range(self.tp)
+        ]
+        path = Path(self.dir) / "nvml.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"driver": "580.0", "devices": devices}))
+        os.replace(tmp, path)
+
+    def started(self) -> None:
+        self.held = self.ready
+        self.write()
+
+    def prefill(self, n: int, seconds: float) -> None:
+        """Hold what a prefill of n tokens holds for its duration; build the layerwise layer lazily, once."""
+        layerwise = self.threshold is not None and n >= self.threshold
+        if layerwise and FAIL == "cuda_oom@layerwise":
+            cuda_oom("forward_extend", self.layer / 2**30)
+        with self.lock:
+            if layerwise and self.held == self.ready:
+                self.held += self.layer  # the module global: never freed
+            transient = int(self.act_per_ktok * n / 1024) + (self.restore if layerwise else 0)
+            self.write(transient)
+        if layerwise:
+            step = seconds / len(self.layers)
+            for layer in self.layers:
+                log(f"KT layerwise prefill: layer {layer} compute = {step * 1000:.2f} ms")
+        time.sleep(seconds)
+        with self.lock:
+            self.write()
 
 
 class Engine:
@@ -116,6 +196,7 @@ class Engine:
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.args = args
+        self.gpu = GpuMemory(args)
         self.lock = threading.Lock()
         self.running = 0
         self.tokens_in_use = 0
@@ -182,7 +263,7 @@ class Engine:
             self.tokens_in_use += n
             usage = self.tokens_in_use / self.max_total
         rate = float(ENV("STANDIN_PREFILL_TPS", "600"))
-        seconds = n / rate
+        seconds = max(n / rate, float(ENV("STANDIN_MIN_PREFILL_S", "0.1")))  # no real prefill is instant
         log(
             f"Prefill batch, #new-seq: 1, #new-token: {n}, #cached-token: 0, token usage: {usage:.2f}, #running-req: "
             f"{self.running}, "
@@ -315,7 +396,7 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             start = time.time()
             engine.request(+1)
             try:
-                time.sleep(engine.prefill(prompt_tokens))
+                engine.gpu.prefill(prompt_tokens, engine.prefill(prompt_tokens))
                 engine.prompt.labels(served).inc(prompt_tokens)
                 first = time.time()
                 engine.ttft.labels(served).observe(first - start)
@@ -454,6 +535,7 @@ def serve(args) -> None:
     log("INFO:     Application startup complete.")
     log(f"INFO:     Uvicorn running on http://{args.host}:{args.port} (Press CTRL+C to quit)")
     phase("http")
+    engine.gpu.started()
     engine.prefill(7)
     ready.set()
     log("The server is fired up and ready to roll!")

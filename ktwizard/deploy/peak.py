@@ -1,0 +1,311 @@
+"""The peak check: after the server is ready, drive its lazy allocations on purpose and compare NVML's peak with
+the plan, before the deployment is called good.
+
+SGLang-KT allocates part of its memory only when the first long prompt arrives (the layerwise-prefill layer,
+kt_ep_wrapper.py:5737-5814, kept for the server's life) and more at the largest chunks. A plan that is wrong there
+starts fine and dies an hour later on a user's first long prompt; the peak check makes that happen now. It sends a
+prompt just above the layerwise threshold, then one of the longest chunk the plan allows (or --peak-check-tokens),
+samples NVML every 20 ms during both, and prints the measured peak per GPU beside the plan's peak for that phase.
+A peak that eats the plan's margin fails the launch with the cause and the fix (the GPU-expert count that fits).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from math import ceil
+from typing import NoReturn, Protocol, TextIO
+
+from ktwizard.deploy.launch import LaunchOptions, ServerProcess
+from ktwizard.deploy.records import Deployment, forget
+from ktwizard.errors import KtwizardError
+from ktwizard.planner.types import Plan
+from ktwizard.units import human
+
+SAMPLE_EVERY_S = 0.02
+REQUEST_TIMEOUT_S = 1800.0  # a 16k-token prefill through CPU experts can take minutes; never forever
+NVML_ROOT_ENV = "KTWIZARD_NVML_ROOT"  # read NVML from a recorded root instead (replays, and the stand-in's tests)
+
+
+class GpuMemory(Protocol):
+    def used(self) -> dict[int, int]:
+        """GPU index -> bytes in use as the plan counts them (processes + the driver's reserve)."""
+        ...
+
+
+class LiveMemory:
+    """NVML through pynvml, handles kept: one round is a few microseconds per GPU."""
+
+    def __init__(self, indices: tuple[int, ...]) -> None:
+        import pynvml
+
+        pynvml.nvmlInit()
+        self.nvml = pynvml
+        self.handles = {i: pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices}
+
+    def used(self) -> dict[int, int]:
+        out = {}
+        for i, h in self.handles.items():
+            try:
+                m = self.nvml.nvmlDeviceGetMemoryInfo(h, self.nvml.nvmlMemory_v2)
+                out[i] = m.used + m.reserved  # v2: `used` excludes the reserve, which the plan counts
+            except self.nvml.NVMLError:
+                out[i] = self.nvml.nvmlDeviceGetMemoryInfo(h).used  # v1: `used` includes it
+        return out
+
+
+class RecordedMemory:
+    """The recorded-root NVML adapter (host.nvml.RecordedNvml) read on every sample."""
+
+    def __init__(self, root: str) -> None:
+        from ktwizard.host.nvml import RecordedNvml
+        from ktwizard.host.root import Root
+
+        self.source = RecordedNvml(Root(root))
+
+    def used(self) -> dict[int, int]:
+        snap = self.source.snapshot()
+        out = {}
+        for d in snap.get("devices") or []:
+            v2 = d.get("mem_v2")
+            out[int(d["index"])] = v2["used"] + v2["reserved"] if v2 else d["mem_v1"]["used"]
+        return out
+
+
+def gpu_memory(indices: tuple[int, ...]) -> tuple[GpuMemory | None, str]:
+    """The NVML source for these GPUs, or None and why there is none."""
+    root = os.environ.get(NVML_ROOT_ENV)
+    if root:
+        return RecordedMemory(root), f"NVML recorded at {root}"
+    try:
+        return LiveMemory(indices), "NVML"
+    except Exception as exc:  # noqa: BLE001 - no driver, no library, no such GPU: the check says so
+        from ktwizard.host.nvml import _init_reason
+
+        return None, _init_reason(exc) if exc.__class__.__name__.startswith("NVMLError") else str(exc)
+
+
+class PeakSampler:
+    """Per-GPU maximum of NVML's reading while a request runs, sampled in a thread."""
+
+    def __init__(self, memory: GpuMemory) -> None:
+        self.memory = memory
+        self.peak: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="peak-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._take()
+            self._stop.wait(SAMPLE_EVERY_S)
+
+    def _take(self) -> None:
+        for gpu, used in self.memory.used().items():
+            self.peak[gpu] = max(self.peak.get(gpu, 0), used)
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._take()  # the reading after the request: what the server kept
+
+
+@dataclass(frozen=True)
+class PeakStep:
+    name: str
+    tokens: int
+    phase: str  # the plan's phase this step drives
+    measured: dict[int, int]
+    predicted: dict[int, int]
+    margin: dict[int, int]
+    layerwise_seen: bool
+
+    def over(self) -> dict[int, int]:
+        """GPU -> bytes by which the measured peak ate into the plan's margin (only those that did)."""
+        return {
+            g: m - self.predicted[g] - self.margin[g]
+            for g, m in self.measured.items()
+            if g in self.predicted and m > self.predicted[g] + self.margin[g]
+        }
+
+
+@dataclass(frozen=True)
+class PeakReport:
+    steps: tuple[PeakStep, ...]
+    skipped: str = ""  # why nothing was measured
+
+    def text(self) -> str:
+        if self.skipped:
+            return f"peak check skipped: {self.skipped}\n"
+        lines = [f"{'peak check':34} {'GPU':>3} {'measured':>11} {'planned':>11} {'diff':>10}"]
+        for s in self.steps:
+            for g in sorted(s.measured):
+                if g not in s.predicted:
+                    continue
+                diff = s.measured[g] - s.predicted[g]
+                sign = "+" if diff >= 0 else "-"
+                flag = "  <-- over the plan's margin" if g in s.over() else ""
+                lines.append(
+                    f"{s.name + f' ({s.tokens} tok)':34} {g:>3} {human(s.measured[g]):>11} {human(s.predicted[g]):>11} "
+                    f"{sign + human(abs(diff)):>10}{flag}"
+                )
+        return "\n".join(lines) + "\n"
+
+
+class PeakOverPlan(KtwizardError):
+    pass
+
+
+def _prompt_words(tokens: int) -> str:
+    # One short common word is one token in the BPE vocabularies of every supported family (a little over is fine:
+    # the point is to cross the threshold and to fill a chunk).
+    return " ".join(["hello"] * max(1, tokens))
+
+
+def _ask(url: str, model: str, tokens: int) -> None:
+    import httpx
+
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": _prompt_words(tokens)}],
+        "max_tokens": 4,
+        "temperature": 0,
+    }
+    try:
+        resp = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=10))
+    except httpx.HTTPError as exc:
+        raise KtwizardError(f"the peak check's {tokens}-token request failed: {exc}") from None
+    if resp.status_code != 200:
+        raise KtwizardError(
+            f"the peak check's {tokens}-token request was answered {resp.status_code}: {resp.text[:200]}"
+        )
+
+
+def steps_for(plan: Plan, tokens: int | None = None) -> list[tuple[str, int, str]]:
+    """(name, prompt tokens, the plan's phase it drives) for the two requests."""
+    threshold = plan.flag("--kt-gpu-prefill-token-threshold")
+    chunk = plan.flag("--chunked-prefill-size")
+    context = plan.flag("--context-length")
+    longest = tokens or (chunk if isinstance(chunk, int) else 8192)
+    if isinstance(context, int):
+        longest = min(longest, context - 16)
+    first = threshold + 64 if isinstance(threshold, int) else 512
+    return [
+        (
+            "just above the layerwise threshold" if isinstance(threshold, int) else "a short prompt",
+            first,
+            "short prompt",
+        ),
+        ("the longest chunk", longest, "longest prompt"),
+    ]
+
+
+def run_peak_check(
+    plan: Plan,
+    proc: ServerProcess,
+    deployment: Deployment,
+    opts: LaunchOptions,
+    tokens: int | None = None,
+    out: TextIO = sys.stderr,
+    memory: GpuMemory | None = None,
+) -> PeakReport:
+    """Drive the lazy allocations and compare; raise PeakOverPlan (the server removed) when the plan is broken."""
+    if memory is None:
+        gpus: tuple[int, ...] = plan.gpus if opts.gpus == "plan" else tuple(int(g) for g in opts.gpus or ())
+        memory, why = gpu_memory(gpus) if gpus else (None, "no GPU was given to the server (--gpus none)")
+        if memory is None:
+            skipped = PeakReport((), why if not gpus else f"NVML cannot be read here ({why})")
+            print(skipped.text(), file=out, end="")
+            return skipped
+    budgets = {b.gpu: b for b in plan.gpu_budgets}
+    steps = []
+    for name, n, phase in steps_for(plan, tokens):
+        print(f"  peak check: {name}, {n} tokens ...", file=out, flush=True)
+        try:
+            with PeakSampler(memory) as sampler:
+                _ask(deployment.url, plan.served_name, n)
+        except KtwizardError as exc:
+            _died(plan, proc, opts, deployment, out, name, n, phase, budgets, exc)
+        seen = any("KT layerwise prefill" in line for line in proc.new_lines())
+        steps.append(
+            PeakStep(
+                name,
+                n,
+                phase,
+                dict(sampler.peak),
+                {g: b.phase_bytes(phase) for g, b in budgets.items()},
+                {g: b.margin for g, b in budgets.items()},
+                seen,
+            )
+        )
+    report = PeakReport(tuple(steps))
+    print(report.text(), file=out, end="")
+    over: dict[int, int] = {}
+    for s in steps:
+        for g, x in s.over().items():
+            over[g] = max(over.get(g, 0), x)
+    if over:
+        _remove(proc, opts, deployment, out)
+        worst = max(over, key=lambda g: over[g])
+        raise PeakOverPlan(
+            f"GPU {worst} peaked {human(over[worst])} past the plan's margin during the peak check: the server would "
+            f"run out of memory on long prompts; use {_fix(plan, budgets, over)}"
+        )
+    if plan.flag("--kt-gpu-prefill-token-threshold") is not None and not any(s.layerwise_seen for s in steps):
+        print(
+            "  note: the log showed no 'KT layerwise prefill' line; the layerwise layer may not have been built",
+            file=out,
+        )
+    return report
+
+
+def _died(
+    plan: Plan,
+    proc: ServerProcess,
+    opts: LaunchOptions,
+    deployment: Deployment,
+    out: TextIO,
+    name: str,
+    n: int,
+    phase: str,
+    budgets: dict,
+    failure: KtwizardError,
+) -> NoReturn:
+    """A peak-check request failed: say whether the server died (and of what), remove it, and fail the launch."""
+    deadline = time.monotonic() + 5  # a dying server drops the connection a moment before it exits
+    running, code, oom = proc.status()
+    while running and time.monotonic() < deadline:
+        time.sleep(0.1)
+        running, code, oom = proc.status()
+    cuda_oom = any("CUDA out of memory" in line for line in proc.new_lines())
+    _remove(proc, opts, deployment, out)
+    if running:
+        raise PeakOverPlan(f"{failure.message}; the server was removed (the plan is unchecked)")
+    cause = "ran out of GPU memory" if cuda_oom else ("was OOM-killed" if oom else f"exited with code {code}")
+    raise PeakOverPlan(
+        f"the server died during the peak check's {name} ({n} tokens): it {cause}; the plan's {phase} phase does not "
+        f"fit; use {_fix(plan, budgets, {})}"
+    )
+
+
+def _fix(plan: Plan, budgets: dict, over: dict[int, int]) -> str:
+    """The GPU-expert count that gives back what the peak took (or a quarter fewer when unknown)."""
+    if plan.gpu_experts == 0:
+        return "a shorter --context or a lower --concurrency (no GPU experts left to drop)"
+    per = max(ceil(b.item("GPU experts") / plan.gpu_experts) for b in budgets.values())
+    drop = max(ceil(x / per) for x in over.values()) if over else max(1, plan.gpu_experts // 4)
+    return f"--gpu-experts {max(0, plan.gpu_experts - drop)} (now {plan.gpu_experts})"
+
+
+def _remove(proc: ServerProcess, opts: LaunchOptions, deployment: Deployment, out: TextIO) -> None:
+    if opts.keep_on_failure:
+        print(f"kept {opts.name} for inspection (ktwizard stop {opts.name})", file=out)
+    else:
+        proc.remove()
+        forget(deployment.name)
