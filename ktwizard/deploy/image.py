@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from ktwizard.deploy import patches
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.host.profile import HostProfile
 from ktwizard.render.dockerfile import DOCKER, BuildTarget, render_dockerfile
@@ -19,6 +20,7 @@ def write_context(host: HostProfile, out: Path) -> BuildTarget:
     text, target = render_dockerfile(host)
     write_atomic(out / "Dockerfile", text)
     write_atomic(out / "versions.yaml", (DOCKER / "versions.yaml").read_text())
+    write_atomic(out / "patches" / "rawint4_requires_grad.py", Path(patches.__file__).read_text())
     return target
 
 

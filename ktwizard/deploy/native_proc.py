@@ -6,12 +6,44 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
+from ktwizard.deploy import patches
 from ktwizard.deploy.launch import LaunchOptions
 from ktwizard.deploy.records import Deployment, state_dir
+from ktwizard.errors import KtwizardError
+from ktwizard.planner.constants import INT4_MARLIN_METHODS
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import argv
+
+# Where the target Python finds sglang, without importing it (an import takes seconds and a GPU's worth of setup).
+_FIND_SGLANG = (
+    "import importlib.util as u; s = u.find_spec('sglang'); "
+    "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')"
+)
+
+
+def check_layerwise_patch(plan: Plan, python: str, env: dict[str, str]) -> None:
+    """Refuse an installed sglang-kt 0.7.2 whose RAWINT4 layerwise prefill would crash on the first long prompt."""
+    if plan.method not in INT4_MARLIN_METHODS or plan.flag("--kt-gpu-prefill-token-threshold") is None:
+        return
+    try:
+        found = subprocess.run([python, "-c", _FIND_SGLANG], env=env, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return  # no such Python, or it hangs: the launch itself reports it
+    package = found.stdout.strip()
+    source = Path(package) / patches.RELATIVE if package else None
+    if source is None or not source.is_file():
+        return
+    if patches.state(source.read_text(errors="replace")) == "unpatched":
+        raise KtwizardError(
+            f"the installed sglang-kt ({package}) crashes on RAWINT4 layerwise prefill at the first prompt over "
+            f"{plan.flag('--kt-gpu-prefill-token-threshold')} tokens (nn.Parameter of int32 weights requires "
+            f"gradients, kt_ep_wrapper.py:2690): patch it with `{sys.executable} -m ktwizard.deploy.patches {source}` "
+            "(the seed recipe's fix), or plan with --no-layerwise-prefill"
+        )
 
 
 class NativeProcess:
@@ -20,11 +52,12 @@ class NativeProcess:
 
         check_port(opts.bind, opts.port)
         check_weights(plan)
+        env = {**os.environ, **{e.name: e.value for e in plan.env}, **opts.env}
+        check_layerwise_patch(plan, opts.python, env)
         self.plan, self.opts = plan, opts
         logs = state_dir().parent / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{opts.name}.log"
-        env = {**os.environ, **{e.name: e.value for e in plan.env}, **opts.env}
         args = argv(plan, {"--port": str(opts.port), "--host": opts.bind})
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes it for its whole life
         self.proc = subprocess.Popen(

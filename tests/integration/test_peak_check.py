@@ -167,3 +167,48 @@ def test_peak_check_skips_or_is_skipped(checkpoint, tmp_path, state_home, extra,
     finally:
         run_cli("stop", name)
         assert os.environ.get("KTWIZARD_NVML_ROOT") is None
+
+
+def test_native_launch_refuses_an_unpatched_sglang_kt(checkpoint, tmp_path, state_home):
+    """The installed sglang-kt 0.7.2 would crash on the first prompt over the threshold: refused before it starts."""
+    from conftest import ORACLES
+
+    site = tmp_path / "site"
+    moe = site / "sglang" / "srt" / "layers" / "moe"
+    moe.mkdir(parents=True)
+    (site / "sglang" / "__init__.py").write_text("")
+    (moe / "kt_ep_wrapper.py").write_text((ORACLES / "kt_ep_wrapper-0.7.2-restore_raw_attrs.py.txt").read_text())
+    out = run_cli(
+        "launch",
+        *PLAN,
+        "--native",
+        "--weights",
+        str(checkpoint),
+        "--name",
+        "ktw-unpatched",
+        "--detach",
+        "--port",
+        str(free_port()),
+        env={"PYTHONPATH": str(site)},
+    )
+    assert out.returncode == 1 and "crashes on RAWINT4 layerwise prefill" in out.stderr
+    assert "-m ktwizard.deploy.patches" in out.stderr and "--no-layerwise-prefill" in out.stderr
+    assert not (state_home / "ktwizard/deployments/ktw-unpatched.json").exists()
+    # with layerwise prefill off there is nothing to refuse (the server then fails for its own reason: no launch_server)
+    out = run_cli(
+        "launch",
+        *PLAN,
+        "--no-layerwise-prefill",
+        "--native",
+        "--weights",
+        str(checkpoint),
+        "--name",
+        "ktw-unpatched",
+        "--detach",
+        "--port",
+        str(free_port()),
+        "--timeout",
+        "20",
+        env={"PYTHONPATH": str(site)},
+    )
+    assert "crashes on RAWINT4" not in out.stderr
