@@ -250,6 +250,15 @@ def build_env(gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice) 
         EnvVar("SAFETENSORS_FAST_GPU", "1", "load safetensors straight to the GPU"),
         EnvVar("PYTORCH_ALLOC_CONF", "expandable_segments:True", "less fragmentation, so the headroom holds"),
     ]
+    if choice.cpu_variant:
+        env.append(
+            EnvVar(
+                "KT_KERNEL_CPU_VARIANT",
+                choice.cpu_variant,
+                f"load kt-kernel's {choice.cpu_variant} build: {choice.method} has no safe kernel in the build this "
+                "CPU would select",
+            )
+        )
     if _blackwell(gpus):
         env.append(
             EnvVar(

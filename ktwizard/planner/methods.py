@@ -23,6 +23,49 @@ CONVERTED = ("AMXINT4", "AMXINT8")
 METHODS = (*NATIVE.values(), *CONVERTED)  # every method ktwizard can size, in the order the wizard lists them
 LAYERWISE = ("RAWINT4", "FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8")  # write_weight_scale_to_buffer exists
 AVX512_BF16_UP = ("amx", "avx512_bf16")
+AVX512_BELOW_BF16 = ("avx512_vbmi", "avx512_vnni", "avx512_base")  # AVX-512 builds that lack avx512_bf16
+AVX2_SLOWER = (
+    "kt-kernel's AVX2 kernels use 256-bit vectors: CPU-expert prefill runs at roughly half the AVX-512 rate; "
+    "decode is bound by memory bandwidth and changes little"
+)
+
+
+@dataclass(frozen=True)
+class Support:
+    """One cell of the method x ISA table (kt-cli-and-flags §5.2, from kt-kernel's ext_bindings.cpp and amx.py)."""
+
+    ok: bool
+    why: str = ""  # why not, or what the fallback costs
+    variant: str | None = None  # the kt-kernel build to force with KT_KERNEL_CPU_VARIANT (None: the detected one)
+
+
+def support(method: str, variant: str | None) -> Support:
+    """Can kt-kernel run `method` on a CPU whose best build is `variant`, and with which build?"""
+    if variant is None:
+        return Support(False, "the CPU has no AVX2, kt-kernel's minimum")
+    if method in CONVERTED:
+        return Support(
+            variant == "amx", "AMXINT4/AMXINT8 need AMX (amx_tile, amx_int8, amx_bf16): Sapphire Rapids or newer"
+        )
+    if method == "FP8_PERCHANNEL":
+        return Support(
+            variant in AVX512_BF16_UP, "FP8_PERCHANNEL needs AVX-512 with BF16 and VBMI (no AVX2 kernel exists)"
+        )
+    if method in ("BF16", "MXFP4", "FP8") and variant in AVX512_BELOW_BF16:
+        # The AVX-512 classes for these need avx512_bf16 (BF16 risks SIGILL since kt-kernel's guard was reverted;
+        # FP8 wants F+BW+BF16+VBMI), but every AVX-512 CPU also runs the AVX2 classes (AVX2BF16_MOE, AVX2FP8_MOE,
+        # AVX2MXFP4_MOE): load kt-kernel's avx2 build, which is below the detected level and so allowed.
+        return Support(
+            True,
+            f"{method} on AVX-512 without avx512_bf16 runs kt-kernel's AVX2 build "
+            f"(KT_KERNEL_CPU_VARIANT=avx2); {AVX2_SLOWER}",
+            "avx2",
+        )
+    if method in NATIVE.values():
+        return Support(True)
+    return Support(
+        False, f"ktwizard cannot size method {method} (LLAMAFILE/GGUF, GPTQ and MOE_INT* are not planned yet)"
+    )
 
 
 @dataclass(frozen=True)
@@ -31,27 +74,13 @@ class MethodChoice:
     native: bool  # reads the checkpoint's own routed experts (--kt-weight-path = --model)
     why: str
     caveat: str = ""
+    cpu_variant: str | None = None  # force this kt-kernel build (KT_KERNEL_CPU_VARIANT)
 
 
 def runnable(method: str, variant: str | None) -> tuple[bool, str]:
-    """Can kt-kernel's `variant` build run `method`? (ok, reason when not)."""
-    if variant is None:
-        return False, "the CPU has no AVX2, kt-kernel's minimum"
-    if method in CONVERTED:
-        return (variant == "amx", "AMXINT4/AMXINT8 need AMX (amx_tile, amx_int8, amx_bf16): Sapphire Rapids or newer")
-    if method == "FP8_PERCHANNEL":
-        return (variant in AVX512_BF16_UP, "FP8_PERCHANNEL needs AVX-512 with BF16 and VBMI (no AVX2 kernel exists)")
-    if method == "BF16" and variant.startswith("avx512") and variant != "avx512_bf16":
-        return (
-            False,
-            "BF16 on AVX-512 without avx512_bf16 risks SIGILL (kt-kernel's runtime guard was reverted); use AMXINT8 "
-            "on AMX or an AVX2 build",
-        )
-    if method == "MXFP4" and variant.startswith("avx512") and variant != "avx512_bf16":
-        return False, "MXFP4 on AVX-512 needs avx512_bf16"
-    if method in NATIVE.values():
-        return True, ""
-    return False, f"ktwizard cannot size method {method} (LLAMAFILE/GGUF, GPTQ and MOE_INT* are not planned yet)"
+    """Can kt-kernel run `method` here? (ok, reason when not)."""
+    s = support(method, variant)
+    return s.ok, s.why
 
 
 def layerwise_supported(spec: ModelSpec, method: str) -> tuple[bool, str]:
@@ -76,9 +105,9 @@ def choose_method(spec: ModelSpec, flags: tuple[str, ...], requested: str | None
     native = NATIVE.get(spec.expert_format.kind)
     if requested:
         method = requested.upper()
-        ok, reason = runnable(method, variant)
-        if not ok:
-            raise BadInput(f"--method {method}: this CPU ({variant or 'no AVX2'}) cannot run it: {reason}")
+        cell = support(method, variant)
+        if not cell.ok:
+            raise BadInput(f"--method {method}: this CPU ({variant or 'no AVX2'}) cannot run it: {cell.why}")
         if method not in CONVERTED and method != native:
             raise BadInput(
                 f"--method {method} reads {method} experts, but the checkpoint stores "
@@ -92,17 +121,25 @@ def choose_method(spec: ModelSpec, flags: tuple[str, ...], requested: str | None
                 "convert first: python kt-kernel/scripts/convert_cpu_weights.py --input-path MODEL --output-path OUT "
                 f"--quant-method {method[3:].lower()} --threadpool-count POOLS, then pass --kt-weights OUT",
             )
-        return MethodChoice(method, True, "requested; reads the checkpoint's own routed experts")
+        return MethodChoice(
+            method,
+            True,
+            "requested; reads the checkpoint's own routed experts" + (f"; {cell.why}" if cell.why else ""),
+            cpu_variant=cell.variant,
+        )
     if native is None:
         raise BadInput(f"no kt-kernel method reads {spec.expert_format.describe()} experts directly")
-    ok, reason = runnable(native, variant)
-    if ok:
+    cell = support(native, variant)
+    if cell.ok:
         return MethodChoice(
             native,
             True,
             f"the checkpoint stores routed experts as {spec.expert_format.describe()}; {native} reads them "
-            f"as they are (no conversion) on kt-kernel's {variant} build, and supports layerwise prefill",
+            f"as they are (no conversion) on kt-kernel's {cell.variant or variant} build"
+            + (f" ({cell.why})" if cell.why else ""),
+            cpu_variant=cell.variant,
         )
+    reason = cell.why
     if variant == "amx":
         return MethodChoice(
             "AMXINT8",
