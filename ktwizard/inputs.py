@@ -9,7 +9,7 @@ from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.host.profile import HostProfile
-from ktwizard.models.presets import Recipe, SglangHints, all_presets, get_preset, recipe_for
+from ktwizard.models.presets import Preset, Recipe, SglangHints, all_presets, get_preset, recipe_for
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.types import Goals
 
@@ -32,19 +32,65 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         # Presets of the same class and size, found from their config alone:
         # building every preset's spec is the slow part.
         same = [p for p in all_presets().values() if _shape(p.config) == (result.spec.architecture, result.spec.hidden)]
-        # the exact preset when one equals the checkpoint, else the first of that class and size lends its parsers
-        match = next((p for p in same if p.spec() == result.spec), same[0] if same else None)
-        hints = match.sglang if match else SglangHints()
-        notes = result.notes + (
-            (f"matches preset {match.id}; using its parsers",)
-            if match
-            else ("no preset matches: no tool/reasoning parser set",)
-        )
-        return ModelChoice(result.spec, hints, recipe_for(match.id) if match else None, notes)
+        alike = [p for p in same if p.spec() == result.spec] or same
+        match, why = identify(alike, result.evidence)
+        if match is not None:
+            hints = match.sglang
+            note = f"this checkpoint is {match.name} ({why}); using its parsers"
+        else:
+            hints = neutral_hints(alike)
+            names = ", ".join(p.id for p in alike) or "none"
+            note = (
+                f"presets of this shape: {names}; nothing in the folder says which ({why}): served as "
+                f"{result.spec.id}" + ("" if hints.reasoning_parser else ", without a reasoning parser")
+                if alike
+                else "no preset matches: no tool/reasoning parser set"
+            )
+        return ModelChoice(result.spec, hints, recipe_for(match.id) if match else None, (*result.notes, note))
     if preset:
         p = get_preset(preset)
         return ModelChoice(p.spec(), p.sglang, recipe_for(p.id))
     raise BadInput("name a model: --preset ID (ktwizard presets lists them) or --model DIR (a checkpoint folder)")
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def identify(candidates: list[Preset], evidence: tuple[str, ...]) -> tuple[Preset | None, str]:
+    """The preset a checkpoint folder names (folder and repo names, config _name_or_path, generation config), or
+    None when it stays ambiguous. The longest name found wins: "DeepSeek-V3.1" is not "DeepSeek-V3"."""
+    seen = [_squash(e) for e in evidence if e]
+    best: tuple[int, Preset, str] | None = None
+    for p in candidates:
+        for name in (p.id, *(r.split("/")[-1] for r in p.hf_repos)):
+            key = _squash(name)
+            hit = next((e for e in seen if key and key in e), None)
+            if hit is not None and (best is None or len(key) > best[0]):
+                best = (len(key), p, name)
+    if best is not None:
+        return best[1], f"the folder names {best[2]}"
+    if len(candidates) == 1:
+        return candidates[0], "the only preset of this shape"
+    return None, "no name, repo or _name_or_path points at one"
+
+
+def neutral_hints(candidates: list[Preset]) -> SglangHints:
+    """Parsers every candidate shares, no reasoning parser unless all agree: the choice that is right for all."""
+    if not candidates:
+        return SglangHints()
+    first = candidates[0].sglang
+
+    def common(attr: str) -> str | None:
+        values = {getattr(p.sglang, attr) for p in candidates}
+        return values.pop() if len(values) == 1 else None
+
+    return SglangHints(
+        tool_call_parser=common("tool_call_parser"),
+        reasoning_parser=common("reasoning_parser"),
+        attention_backend=common("attention_backend") or first.attention_backend,
+        trust_remote_code=any(p.sglang.trust_remote_code for p in candidates),
+    )
 
 
 def _shape(config: dict) -> tuple[str, int]:
@@ -153,7 +199,7 @@ def goals_from_args(args: Any) -> Goals:
         gpu_experts=args.gpu_experts,
         kv_dtype=args.kv_dtype,
         layerwise_prefill=False if args.no_layerwise_prefill else None,
-        weights=args.weights,
+        weights=args.weights or getattr(args, "model", None),  # an inspected folder is the weights the server loads
         kt_weights=args.kt_weights,
         port=args.port or 30000,
         bind=args.bind or "127.0.0.1",

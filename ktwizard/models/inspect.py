@@ -1,4 +1,9 @@
-"""Inspect a checkpoint folder: config.json + every safetensors header -> exact ModelSpec and a report."""
+"""Inspect a checkpoint folder: config.json + every safetensors header -> exact ModelSpec and a report.
+
+A folder is refused, with what is missing, when the download is incomplete: shards named `-0000N-of-0000M` or
+listed by the index that are absent, or routed-expert tensors the config implies that no header holds. Every file
+read is size-capped, and an index entry can only name a file inside the folder.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.models.build import build_spec
@@ -14,6 +20,11 @@ from ktwizard.models.inventory import tensors
 from ktwizard.models.safetensors import HeaderTensor, read_header
 from ktwizard.models.spec import ModelSpec
 
+MAX_JSON = 8 * 2**20  # config.json, generation_config.json: a few KiB; an index: a few MiB for the largest models
+MAX_INDEX = 64 * 2**20
+MAX_SHARDS = 10_000
+_SHARD = re.compile(r"^(?P<stem>.+)-(?P<n>\d{5})-of-(?P<of>\d{5})\.safetensors$")
+
 
 @dataclass(frozen=True)
 class Inspection:
@@ -21,29 +32,72 @@ class Inspection:
     files: int
     tensors: int
     notes: tuple[str, ...]  # where headers and config.json disagree, or data is missing
+    evidence: tuple[str, ...] = ()  # what names the model: folder and repo names, _name_or_path
 
 
-def _files(folder: Path) -> list[Path]:
-    index = folder / "model.safetensors.index.json"
-    if index.exists():
-        try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise BadInput(f"{index}: not a valid safetensors index ({exc})") from None
-        names = sorted(set(weight_map.values()))
-        missing = [n for n in names if not (folder / n).exists()]
-        if missing:
-            raise BadInput(
-                f"{index}: lists {len(missing)} missing shard(s), first {folder / missing[0]}; the download is "
-                "incomplete"
-            )
-        return [folder / n for n in names]
+def read_json(path: Path, cap: int = MAX_JSON) -> Any:
+    """A JSON file, size-capped, as one clear line when it is not JSON or not text."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot be read ({exc.strerror})") from None
+    if size > cap:
+        raise BadInput(f"{path}: {size} bytes is too large for this file (at most {cap})")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def _indexed(folder: Path, index: Path) -> list[Path]:
+    data = read_json(index, MAX_INDEX)
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise BadInput(f"{index}: not a safetensors index (weight_map must map tensor names to shard file names)")
+    names = sorted(set(weight_map.values()))
+    if len(names) > MAX_SHARDS:
+        raise BadInput(f"{index}: {len(names)} shards is more than any checkpoint has")
+    bad = [n for n in names if Path(n).name != n or n in (".", "..") or not n.endswith(".safetensors")]
+    if bad:
+        raise BadInput(f"{index}: shard {bad[0]!r} is not a .safetensors file name inside the checkpoint folder")
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise BadInput(
+            f"{index}: {len(missing)} of {len(names)} shard(s) are missing, first {folder / missing[0]}; the download "
+            "is incomplete"
+        )
+    return [folder / n for n in names]
+
+
+def _globbed(folder: Path) -> list[Path]:
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise BadInput(
             f"{folder}: no *.safetensors files (GGUF and .bin checkpoints are not supported by the inspector)"
         )
+    if len(files) > MAX_SHARDS:
+        raise BadInput(f"{folder}: {len(files)} safetensors files is more than any checkpoint has")
+    # Shards named model-0000N-of-0000M say how many there should be.
+    series: dict[tuple[str, int], set[int]] = {}
+    for f in files:
+        m = _SHARD.match(f.name)
+        if m:
+            series.setdefault((m["stem"], int(m["of"])), set()).add(int(m["n"]))
+    for (stem, of), have in series.items():
+        absent = sorted(set(range(1, of + 1)) - have)
+        if absent:
+            raise BadInput(
+                f"{folder}: {len(absent)} of {of} shard(s) are missing, first {stem}-{absent[0]:05d}-of-{of:05d}"
+                ".safetensors; the download is incomplete"
+            )
     return files
+
+
+def _files(folder: Path) -> list[Path]:
+    index = folder / "model.safetensors.index.json"
+    return _indexed(folder, index) if index.exists() else _globbed(folder)
 
 
 _PREFIX = re.compile(r"^(language_model\.)?(model\.)?")
@@ -53,6 +107,22 @@ def _key(name: str) -> str:
     return _PREFIX.sub("", name)
 
 
+def _evidence(folder: Path, cfg: dict) -> tuple[str, ...]:
+    """Names that say which model this is: the folder, the Hugging Face cache repo folder, _name_or_path."""
+    out = [folder.resolve().name]
+    if folder.resolve().parent.name == "snapshots":  # ~/.cache/huggingface/hub/models--org--name/snapshots/<rev>
+        out.append(folder.resolve().parent.parent.name.replace("models--", "").replace("--", "/"))
+    for path, data in ((folder / "config.json", cfg), (folder / "generation_config.json", None)):
+        if data is None and path.is_file():
+            try:
+                data = read_json(path)
+            except BadInput:
+                continue
+        if isinstance(data, dict) and isinstance(data.get("_name_or_path"), str):
+            out.append(data["_name_or_path"])
+    return tuple(out)
+
+
 def inspect_checkpoint(folder: str | Path) -> Inspection:
     folder = Path(folder)
     if not folder.is_dir():
@@ -60,10 +130,7 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
     cfg_path = folder / "config.json"
     if not cfg_path.exists():
         raise BadInput(f"{cfg_path}: missing; a Hugging Face checkpoint folder needs its config.json")
-    try:
-        cfg = json.loads(cfg_path.read_text())
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{cfg_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    cfg = read_json(cfg_path)
     arch = parse_config(cfg, str(cfg_path))
     headers = [read_header(p) for p in _files(folder)]
     found: dict[str, HeaderTensor] = {}
@@ -77,22 +144,6 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
             f"{len(short)} file(s) hold headers without their full data (header-only fixture or incomplete "
             f"download), first {short[0]}"
         )
-    # Compare with what config.json implies, tensor by tensor (experts expanded).
-    missing, wrong = [], []
-    for want in tensors(arch):
-        names = [want.name] if want.count == 1 else [want.name.replace(".0.", f".{j}.", 1) for j in range(want.count)]
-        for name in names:
-            got = found.get(_key(name))
-            if got is None:
-                missing.append(name)
-            elif got.shape != want.shape or got.dtype != want.dtype:
-                wrong.append(
-                    f"{name}: header {got.dtype}{list(got.shape)}, config implies {want.dtype}{list(want.shape)}"
-                )
-    if missing:
-        notes.append(f"{len(missing)} tensor(s) that config.json implies are not in the headers, first {missing[0]}")
-    if wrong:
-        notes.append(f"{len(wrong)} tensor(s) differ from config.json, first {wrong[0]}")
     expert_dtypes = {
         t.dtype for k, t in found.items() if ".experts." in k and k.endswith((".weight", ".weight_packed"))
     }
@@ -101,6 +152,29 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
             f"{folder}: mixed formats among routed experts ({', '.join(sorted(expert_dtypes))}); ktwizard plans one "
             "format per checkpoint"
         )
+    # Compare with what config.json implies, tensor by tensor (experts expanded).
+    missing: list[str] = []
+    missing_experts: list[str] = []
+    wrong: list[str] = []
+    for want in tensors(arch):
+        names = [want.name] if want.count == 1 else [want.name.replace(".0.", f".{j}.", 1) for j in range(want.count)]
+        for name in names:
+            got = found.get(_key(name))
+            if got is None:
+                (missing_experts if ".experts." in name else missing).append(name)
+            elif got.shape != want.shape or got.dtype != want.dtype:
+                wrong.append(
+                    f"{name}: header {got.dtype}{list(got.shape)}, config implies {want.dtype}{list(want.shape)}"
+                )
+    if missing_experts:
+        raise BadInput(
+            f"{folder}: {len(missing_experts)} routed-expert tensor(s) that config.json implies are in no shard, first "
+            f"{missing_experts[0]}; the download is incomplete (or the shards belong to another model)"
+        )
+    if missing:
+        notes.append(f"{len(missing)} tensor(s) that config.json implies are not in the headers, first {missing[0]}")
+    if wrong:
+        notes.append(f"{len(wrong)} tensor(s) differ from config.json, first {wrong[0]}")
     spec = build_spec(
         arch,
         model_id=folder.name,
@@ -108,4 +182,6 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
         source=f"checkpoint:{folder}",
         byte_items=((t.name, t.nbytes) for h in headers for t in h.tensors),
     )
-    return Inspection(spec=spec, files=len(headers), tensors=len(found), notes=tuple(notes))
+    return Inspection(
+        spec=spec, files=len(headers), tensors=len(found), notes=tuple(notes), evidence=_evidence(folder, cfg)
+    )
