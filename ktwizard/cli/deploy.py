@@ -58,9 +58,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
         f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
         file=sys.stderr,
     )
+    from dataclasses import replace
+
     from ktwizard.render.clients import clients_text
 
-    print(clients_text(plan), file=sys.stderr)
+    served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))  # where it really listens
+    print(clients_text(served), file=sys.stderr)
     if not opts.detach:
         stay_attached(proc, deployment)
     return 0

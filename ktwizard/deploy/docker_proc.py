@@ -184,9 +184,9 @@ def start_container(plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -
     )
     client = connect()
     check_runtime(client, spec)
-    check_port(spec.bind, spec.port)
     check_weights(plan)
-    check_name(client, spec.name, opts.yes)
+    check_name(client, spec.name, opts.yes)  # --yes removes the old one first: it may hold this very port
+    check_port(spec.bind, spec.port)
     ensure_image(client, spec.image, out)
     from ktwizard.deploy.image import check_image_for_host
     from ktwizard.host.probe import probe

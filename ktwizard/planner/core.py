@@ -56,6 +56,8 @@ def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:
     else:
         if not goals.gpus:
             raise BadInput("--gpus: name at least one GPU; SGLang-KT keeps attention on a GPU")
+        if len(set(goals.gpus)) != len(goals.gpus):
+            raise BadInput(f"--gpus {','.join(map(str, goals.gpus))}: a GPU is named twice; TP needs distinct GPUs")
         missing = [i for i in goals.gpus if i not in by_index]
         if missing:
             have = ", ".join(map(str, sorted(by_index))) or "none"

@@ -28,13 +28,19 @@ def argv(plan: Plan, overrides: dict[str, str] | None = None) -> list[str]:
 def container_paths(plan: Plan) -> dict[str, str]:
     """Host path -> path inside the container for every path flag.
 
-    Weights go under /models, chat templates under /opt/templates.
+    Weights go under /models, chat templates under /opt/templates; two host folders with the same name (the
+    checkpoint and its converted CPU weights, say) get distinct paths inside.
     """
     mapping: dict[str, str] = {}
     for f in plan.flags:
         if f.name in PATH_FLAGS and isinstance(f.value, str) and f.value not in mapping:
             base = posixpath.basename(f.value.rstrip("/")) or "model"
-            mapping[f.value] = ("/opt/templates/" if f.name == "--chat-template" else "/models/") + base
+            inside = ("/opt/templates/" if f.name == "--chat-template" else "/models/") + base
+            taken, n = set(mapping.values()), 2
+            candidate = inside
+            while candidate in taken:
+                candidate, n = f"{inside}-{n}", n + 1
+            mapping[f.value] = candidate
     return mapping
 
 

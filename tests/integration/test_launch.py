@@ -127,6 +127,12 @@ def test_launch_to_ready_with_the_recipe_container_options(docker_client, standi
         assert record["url"] == f"http://127.0.0.1:{port}" and record["container_id"] == c.id
         logs = run_cli("logs", name)
         assert logs.returncode == 0 and "The server is fired up and ready to roll!" in logs.stdout
+        # the client snippets point where it listens, not at the default port
+        assert f"http://127.0.0.1:{port}/v1" in out.stderr and "127.0.0.1:30000" not in out.stderr
+        # --yes replaces the running deployment even though it holds the very port asked for
+        again, _, _ = launch(standin_image, checkpoint, *predicted_env(plan), name=name, port=port)
+        assert again.returncode == 0, again.stderr
+        assert docker_client.containers.get(name).id != c.id
     finally:
         stop = run_cli("stop", name)
     assert stop.returncode == 0, stop.stderr

@@ -242,3 +242,27 @@ def test_cli_plan_json_does_not_import_textual_or_docker():
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_weights_and_converted_weights_of_the_same_name_get_distinct_mounts():
+    p = get_preset("deepseek-v3")
+    r = plan(
+        load_host("xeon-2s-amx-4x4090-48gb"),
+        p.spec(),
+        Goals(context=8192, method="AMXINT4", weights="/data/a/DeepSeek-V3", kt_weights="/data/b/DeepSeek-V3"),
+        p.sglang,
+    )
+    mounts = render_args.container_paths(r)
+    assert mounts == {"/data/a/DeepSeek-V3": "/models/DeepSeek-V3", "/data/b/DeepSeek-V3": "/models/DeepSeek-V3-2"}
+    words = shlex.split(render(r, "docker").replace("\\\n", " "))
+    assert words[words.index("--kt-weight-path") + 1] == "/models/DeepSeek-V3-2"
+
+
+def test_a_gpu_named_twice_is_bad_input():
+    p = get_preset("kimi-k2.7-code")
+    from ktwizard.errors import BadInput
+
+    with pytest.raises(BadInput, match="named twice"):
+        plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(gpus=(0, 0)), p.sglang)
+    out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "xeon-2s-amx-4x4090-48gb", "--gpus", "0,0")
+    assert out.returncode == 2 and "named twice" in out.stderr
