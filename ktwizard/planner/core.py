@@ -129,8 +129,14 @@ def _auto(
 
 
 def plan(
-    host: HostProfile, spec: ModelSpec, goals: Goals, hints: SglangHints | None = None, recipe: Recipe | None = None
+    host: HostProfile,
+    spec: ModelSpec,
+    goals: Goals,
+    hints: SglangHints | None = None,
+    recipe: Recipe | None = None,
+    suggestions: bool = True,
 ) -> Plan:
+    """The plan; `suggestions=False` skips the search for changes that fit (the search's own trials use it)."""
     _validate(goals, spec)
     gpus = _gpus(host, goals, spec)
     hints = hints or SglangHints()
@@ -191,12 +197,11 @@ def plan(
         from ktwizard.planner.layers import place_layers
 
         result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
-    if not result.fits:
+    if not result.fits and suggestions:
         from ktwizard.planner.fit import suggest
 
-        result = replace(
-            result, suggestions=tuple(suggest(host, spec, goals, lambda g: plan(host, spec, g, hints, recipe)))
-        )
+        trial = lambda g: plan(host, spec, g, hints, recipe, suggestions=False)  # noqa: E731 - no nested searches
+        result = replace(result, suggestions=tuple(suggest(host, spec, goals, trial)))
     return result
 
 

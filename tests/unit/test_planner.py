@@ -152,7 +152,11 @@ def test_gpu_overflow_gives_ranked_changes_that_fit():
         assert plan(host, p.spec(), s.goals, p.sglang).fits, s.change
     # asking for more GPU experts than fit is refused with the same promise
     r = plan(host, p.spec(), Goals(context=8192, gpu_experts=200, gpus=(0,)), p.sglang)
-    assert not r.fits and any(s.change == "--gpu-experts 0" for s in r.suggestions)
+    assert not r.fits
+    (fewer,) = [s for s in r.suggestions if s.change.startswith("--gpu-experts ")]
+    n = fewer.goals.gpu_experts
+    assert n is not None and n < 200 and plan(host, p.spec(), fewer.goals, p.sglang).fits
+    assert not plan(host, p.spec(), Goals(context=8192, gpu_experts=n + 1, gpus=(0,)), p.sglang).fits  # the most
 
 
 def test_auto_context_shrinks_to_fit_and_says_so():
@@ -266,3 +270,20 @@ def test_a_gpu_named_twice_is_bad_input():
         plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(gpus=(0, 0)), p.sglang)
     out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "xeon-2s-amx-4x4090-48gb", "--gpus", "0,0")
     assert out.returncode == 2 and "named twice" in out.stderr
+
+
+def test_suggestions_search_every_knob_and_rank_by_what_is_lost():
+    """262,144 x 8 on the recipe host: concurrency 3 fits at the full context (the old search only offered shorter
+    contexts); each offer is the smallest change of its knob, and every one fits."""
+    p = get_preset("kimi-k2.7-code")
+    host = load_host("rtx-pro-6000-epyc-9355")
+    r = plan(host, p.spec(), Goals(context=262144, concurrency=8), p.sglang)
+    assert not r.fits
+    by_change = {s.change.split()[0]: s for s in r.suggestions}
+    assert "--concurrency" in by_change and "--context" in by_change
+    for s in r.suggestions:
+        assert plan(host, p.spec(), s.goals, p.sglang).fits, s.change
+    c = by_change["--concurrency"].goals.concurrency
+    assert not plan(host, p.spec(), Goals(context=262144, concurrency=c + 1), p.sglang).fits  # the most that fits
+    k = by_change["--context"].goals.context
+    assert not plan(host, p.spec(), Goals(context=k + 1024, concurrency=8), p.sglang).fits
