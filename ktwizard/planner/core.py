@@ -12,10 +12,11 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner import host_budget
 from ktwizard.planner.catalog import check_flags
+from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import build_env, build_flags
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.sizing import Sizing
-from ktwizard.planner.threads import plan_threads
+from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.units import human
 
@@ -164,7 +165,7 @@ def plan(
             )
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
-    notes += why_notes + _notes(goals, choice, sizing, budgets, gpus)
+    notes += why_notes + _notes(goals, choice, sizing, budgets, gpus, threads)
     ref = ModelRef(
         id=spec.id, name=spec.name or spec.id, source=spec.source, exact=spec.exact, architecture=spec.architecture
     )
@@ -206,11 +207,17 @@ def plan(
 
 
 def _notes(
-    goals: Goals, choice: MethodChoice, sizing: Sizing, budgets: tuple[GpuBudget, ...], gpus: tuple[GPU, ...]
+    goals: Goals,
+    choice: MethodChoice,
+    sizing: Sizing,
+    budgets: tuple[GpuBudget, ...],
+    gpus: tuple[GPU, ...],
+    threads: ThreadPlan,
 ) -> list[Notice]:
     notes = []
-    if choice.caveat:
-        notes.append(Notice("warn", f"{choice.method} needs converted CPU weights", choice.caveat))
+    convert = conversion(sizing.spec, choice, goals, threads)
+    if convert is not None:
+        notes.append(convert)
     if not goals.weights:
         notes.append(
             Notice(
@@ -219,16 +226,17 @@ def _notes(
                 "pass --weights DIR (the checkpoint folder) to render runnable commands",
             )
         )
-    for g in gpus:
-        if g.memory_total_estimated:
-            notes.append(
-                Notice(
-                    "warn",
-                    f"GPU {g.index} ({g.name}) is not a card ktwizard knows: its total is an estimate "
-                    f"({human(g.memory_total)}, the stated size less 1/16 for ECC and the driver)",
-                    "plan on the machine itself (ktwizard probe --save) for the total NVML reports",
-                )
+    guessed = [g for g in gpus if g.memory_total_estimated]
+    if guessed:
+        notes.append(
+            Notice(
+                "warn",
+                f"GPU {', '.join(str(g.index) for g in guessed)} ({guessed[0].name}) is not a card ktwizard knows: "
+                f"its total is an estimate ({human(guessed[0].memory_total)}, the stated size less 1/16 for ECC and "
+                "the driver)",
+                "plan on the machine itself (ktwizard probe --save) for the total NVML reports",
             )
+        )
     if not sizing.backend_known and sizing.spec.attention.kind.startswith("mla"):
         notes.append(
             Notice(

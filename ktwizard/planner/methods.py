@@ -73,7 +73,6 @@ class MethodChoice:
     method: str
     native: bool  # reads the checkpoint's own routed experts (--kt-weight-path = --model)
     why: str
-    caveat: str = ""
     cpu_variant: str | None = None  # force this kt-kernel build (KT_KERNEL_CPU_VARIANT)
 
 
@@ -118,8 +117,6 @@ def choose_method(spec: ModelSpec, flags: tuple[str, ...], requested: str | None
                 method,
                 False,
                 f"requested; {method} reads CPU weights converted ahead of time",
-                "convert first: python kt-kernel/scripts/convert_cpu_weights.py --input-path MODEL --output-path OUT "
-                f"--quant-method {method[3:].lower()} --threadpool-count POOLS, then pass --kt-weights OUT",
             )
         return MethodChoice(
             method,
@@ -145,8 +142,6 @@ def choose_method(spec: ModelSpec, flags: tuple[str, ...], requested: str | None
             "AMXINT8",
             False,
             f"{native} cannot run here ({reason}); AMXINT8 is the accurate AMX method",
-            "convert first: python kt-kernel/scripts/convert_cpu_weights.py --input-path MODEL --output-path OUT "
-            "--quant-method int8",
         )
     raise BadInput(
         f"no kt-kernel method can serve {spec.expert_format.describe()} experts on this CPU ({variant}): {reason}"

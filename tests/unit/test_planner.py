@@ -287,3 +287,22 @@ def test_suggestions_search_every_knob_and_rank_by_what_is_lost():
     assert not plan(host, p.spec(), Goals(context=262144, concurrency=c + 1), p.sglang).fits  # the most that fits
     k = by_change["--context"].goals.context
     assert not plan(host, p.spec(), Goals(context=k + 1024, concurrency=8), p.sglang).fits
+
+
+def test_converted_methods_render_the_exact_conversion_command():
+    p = get_preset("deepseek-v3")
+    weights = "/data/my models/DeepSeek-V3"
+    r = plan(
+        load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=8192, method="AMXINT4", weights=weights), p.sglang
+    )
+    (note,) = [n for n in r.notices if "convert_cpu_weights.py" in n.text]
+    argv = shlex.split(note.text.split("ahead of time: ", 1)[1])
+    opt = dict(zip(argv[2::2], argv[3::2], strict=False))
+    assert argv[:2] == ["python", "kt-kernel/scripts/convert_cpu_weights.py"]
+    assert opt["--input-path"] == weights and opt["--output"] == weights + "-AMXINT4"
+    assert opt["--quant-method"] == "int4" and opt["--input-type"] == "fp8"
+    assert opt["--threadpool-count"] == str(r.flag("--kt-threadpool-count"))
+    assert opt["--cpuinfer-threads"] == str(r.flag("--kt-cpuinfer"))
+    from ktwizard.units import human
+
+    assert f"needs {human(r.host_budgets[0].item('CPU experts'))} free" in note.fix  # what the converted experts take
