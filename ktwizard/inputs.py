@@ -190,20 +190,28 @@ def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
     )
 
 
-def goals_from_args(args: Any) -> Goals:
+def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
+    """Goals from the command line over `base` (a profile's goals, or the defaults): only options given count."""
+    base = base or Goals()
+
+    def given(name: str, default: Any) -> Any:
+        value = getattr(args, name, None)
+        return default if value is None else value
+
     return Goals(
-        context=args.context,
-        concurrency=args.concurrency,
-        gpus=parse_gpus(args.gpus),
-        method=args.method,
-        gpu_experts=args.gpu_experts,
-        kv_dtype=args.kv_dtype,
-        layerwise_prefill=False if args.no_layerwise_prefill else None,
-        weights=args.weights or getattr(args, "model", None),  # an inspected folder is the weights the server loads
-        kt_weights=args.kt_weights,
-        port=args.port or 30000,
-        bind=args.bind or "127.0.0.1",
-        image=args.image,
-        chat_template=args.chat_template,
-        served_name=args.served_name,
+        context=given("context", base.context),
+        concurrency=given("concurrency", base.concurrency),
+        gpus=parse_gpus(args.gpus) if args.gpus is not None else base.gpus,
+        method=given("method", base.method),
+        gpu_experts=given("gpu_experts", base.gpu_experts),
+        kv_dtype=given("kv_dtype", base.kv_dtype),
+        layerwise_prefill=False if args.no_layerwise_prefill else base.layerwise_prefill,
+        # an inspected folder is the weights the server loads
+        weights=args.weights or getattr(args, "model", None) or base.weights,
+        kt_weights=given("kt_weights", base.kt_weights),
+        port=given("port", base.port),
+        bind=given("bind", base.bind),
+        image=given("image", base.image),
+        chat_template=given("chat_template", base.chat_template),
+        served_name=given("served_name", base.served_name),
     )

@@ -124,14 +124,21 @@ def load_yaml_text(text: str, where: str) -> Any:
         raise BadInput(f"{where}: malformed YAML{at}: {problem}; fix the file and try again") from None
 
 
+MAX_FILE = 16 * 2**20  # host specs, plans, profiles, presets: kilobytes
+
+
 def read_structured(path: Path) -> Any:
     """Read a JSON or YAML file (YAML is a superset of JSON) with errors that name the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:  # read at most the cap: /dev/zero or a huge file is refused, not read
+            raw = fh.read(MAX_FILE + 1)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError, OSError) as exc:
         raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
+    if len(raw) > MAX_FILE:
+        raise BadInput(f"{path}: larger than {MAX_FILE // 2**20} MiB; a host, plan or profile file is far smaller")
     return load_yaml_text(text, str(path))
 
 

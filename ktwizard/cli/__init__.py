@@ -15,6 +15,7 @@ GROUPS = ("probe", "presets", "plan", "deploy", "monitor", "bench", "image", "do
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="ktwizard", description="Plan, launch and monitor SGLang + KTransformers for giant MoE models.")
+    p.add_argument("--profile", metavar="FILE|NAME", help="open the wizard on a saved deployment profile")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     for name in GROUPS:
         import_module(f"ktwizard.cli.{name}").register(sub)

@@ -58,7 +58,6 @@ def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
     pr.add_argument(
         "--concurrency",
         type=count("--concurrency", 1, 4096),
-        default=1,
         metavar="N",
         help="concurrent requests (default 1)",
     )
@@ -70,14 +69,20 @@ def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
         metavar="N",
         help="routed experts per MoE layer on GPU (default: as many as fit)",
     )
-    pr.add_argument("--kv-dtype", default="auto", choices=("auto", "bf16", "fp8_e4m3"))
+    pr.add_argument("--kv-dtype", choices=("auto", "bf16", "fp8_e4m3"), help="KV cache type (default auto: bf16)")
     pr.add_argument(
         "--no-layerwise-prefill", action="store_true", help="do not run long prefills layer by layer on the GPU"
     )
     pr.add_argument("--weights", metavar="DIR", help="the checkpoint folder the server will load")
     pr.add_argument("--kt-weights", metavar="DIR", help="converted CPU weights for AMXINT4/AMXINT8")
-    pr.add_argument("--port", type=port(), default=30000, help="HTTP port (default 30000)")
-    pr.add_argument("--bind", default="127.0.0.1", help="address to publish on (default 127.0.0.1)")
+    pr.add_argument("--port", type=port(), help="HTTP port (default 30000)")
+    pr.add_argument("--bind", help="address to publish on (default 127.0.0.1)")
+    pr.add_argument(
+        "--profile",
+        metavar="FILE|NAME",
+        help="a deployment profile the wizard saved (Ctrl+S): its host, model and "
+        "goals, which the options given here override",
+    )
     pr.add_argument("--image", metavar="IMG", help="container image")
     pr.add_argument("--chat-template", metavar="FILE")
     pr.add_argument("--served-name", metavar="NAME")
@@ -93,7 +98,15 @@ def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:
     from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
     from ktwizard.planner.core import plan
 
-    model = resolve_model(args.preset, args.model)
-    host = resolve_host(args.host, args.weights)
-    goals = goals_from_args(args)
+    profile = None
+    if args.profile:
+        from ktwizard.profiles import load_profile
+
+        profile = load_profile(args.profile)
+    if profile is not None and not (args.preset or args.model):
+        model = resolve_model(profile.preset, profile.model_dir)
+    else:
+        model = resolve_model(args.preset, args.model)
+    host = profile.host if profile is not None and not args.host else resolve_host(args.host, args.weights)
+    goals = goals_from_args(args, profile.goals if profile is not None else None)
     return plan(host, model.spec, replace(goals, gpus=None) if all_gpus else goals, model.hints, model.recipe)

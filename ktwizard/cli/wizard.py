@@ -11,7 +11,12 @@ from ktwizard.errors import BadInput
 def run_wizard(args: argparse.Namespace) -> int:
     if not sys.stdout.isatty():
         raise BadInput("the wizard needs a terminal; in scripts use the subcommands (ktwizard --help)")
+    profile = None
+    if getattr(args, "profile", None):
+        from ktwizard.profiles import load_profile
+
+        profile = load_profile(args.profile)
     from ktwizard.tui.app import WizardApp
 
-    WizardApp().run()
+    WizardApp(profile=profile).run()
     return 0

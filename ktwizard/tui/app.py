@@ -11,7 +11,8 @@ from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 
 from ktwizard.host.profile import HostProfile
-from ktwizard.tui.state import WizardState
+from ktwizard.profiles import Profile
+from ktwizard.tui.state import WizardState, state_from
 
 
 class StepCommands(Provider):
@@ -44,15 +45,25 @@ class WizardApp(App):
         Binding("q", "quit", "quit"),
     ]
 
-    def __init__(self, host: HostProfile | None = None, host_ref: str | None = None, gpus: bool = True) -> None:
+    def __init__(
+        self,
+        host: HostProfile | None = None,
+        host_ref: str | None = None,
+        gpus: bool = True,
+        profile: Profile | None = None,
+    ) -> None:
         super().__init__()
-        self.state = WizardState(host=host, host_ref=host_ref)
+        self.state = state_from(profile) if profile else WizardState(host=host, host_ref=host_ref)
         self.gpus = gpus
+        self.opened = profile is not None
 
     def on_mount(self) -> None:
-        from ktwizard.tui.screens import HostScreen
+        from ktwizard.tui.screens import HostScreen, ModelScreen, PlanScreen
 
         self.push_screen(HostScreen())
+        if self.opened:  # a saved profile opens at its plan, with every earlier step behind it for Esc
+            self.push_screen(ModelScreen())
+            self.push_screen(PlanScreen())
 
     async def action_back(self) -> None:
         if len(self.screen_stack) > 2:

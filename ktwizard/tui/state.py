@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from ktwizard.host.profile import HostProfile
 from ktwizard.planner.types import Goals, Plan
-from ktwizard.serial import dump_json, from_data, read_structured, write_atomic
-
-
-@dataclass(frozen=True)
-class Profile:
-    """host + model + goals + plan: enough to re-plan or relaunch later."""
-
-    name: str
-    host: HostProfile
-    preset: str | None
-    model_dir: str | None
-    goals: Goals
-    plan: Plan | None = None
+from ktwizard.profiles import Profile
+from ktwizard.profiles import save_profile as save
 
 
 @dataclass
@@ -48,20 +36,13 @@ class WizardState:
         return self._model
 
 
-def profiles_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "ktwizard" / "profiles"
-
-
 def save_profile(state: WizardState, name: str) -> Path:
     assert state.host is not None
-    path = profiles_dir() / f"{name}.json"
-    write_atomic(path, dump_json(Profile(name, state.host, state.preset, state.model_dir, state.goals, state.plan)))
-    return path
+    return save(Profile(name, state.host, state.preset, state.model_dir, state.goals, state.plan))
 
 
-def load_profile(name: str) -> Profile:
-    return from_data(Profile, read_structured(profiles_dir() / f"{name}.json"))
+def state_from(profile: Profile) -> WizardState:
+    return WizardState(host=profile.host, preset=profile.preset, model_dir=profile.model_dir, goals=profile.goals)
 
 
 class WizardHost(Protocol):

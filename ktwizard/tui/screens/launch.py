@@ -68,9 +68,9 @@ class LaunchScreen(Step):
         self.notify("copied to the clipboard")
 
     def action_save(self) -> None:
+        from ktwizard.profiles import profiles_dir
         from ktwizard.render.formats import BY_NAME
         from ktwizard.serial import write_atomic
-        from ktwizard.tui.state import profiles_dir
 
         fmt = BY_NAME[(self.query_one("#formats", TabbedContent).active or "tab-args")[4:]]
         path = profiles_dir().parent / "rendered" / f"{self.plan.model.id}-{fmt.name}{fmt.suffix}"
