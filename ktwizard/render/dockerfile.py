@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.bundled import bundled
+from ktwizard.errors import BadInput
 from ktwizard.host.isa import KT_VARIANTS, kt_variant
 from ktwizard.host.profile import HostProfile
 from ktwizard.serial import read_structured
@@ -37,7 +38,14 @@ def runs_on(image_class: str, host: HostProfile) -> bool:
 
 
 def render_dockerfile(host: HostProfile) -> tuple[str, BuildTarget]:
+    """The Dockerfile for the machine the image will run on: its CPU class and its GPUs' CUDA architectures."""
     t = target_for(host)
+    if not t.cuda_archs:
+        raise BadInput(
+            "the host has no GPU with a known compute capability, so the image's CUDA architectures are unknown: "
+            "pass --host with the machine it will run on (a saved profile, a bundled name or a spec with "
+            "compute_capability)"
+        )
     versions = read_structured(DOCKER / "versions.yaml")
     c = t.cpu_class
     fields = {
@@ -47,7 +55,7 @@ def render_dockerfile(host: HostProfile) -> tuple[str, BuildTarget]:
         "enable_vnni": "ON" if c in ("amx", "avx512_bf16", "avx512_vbmi", "avx512_vnni") else "OFF",
         "enable_bf16": "ON" if c in ("amx", "avx512_bf16") else "OFF",
         "enable_vbmi": "ON" if c in ("amx", "avx512_bf16", "avx512_vbmi") else "OFF",
-        "cuda_arch_list": ";".join(t.cuda_archs) or "9.0",
+        "cuda_arch_list": ";".join(t.cuda_archs),
         "cpu_class": c,
     }
     return (DOCKER / "Dockerfile.sglang-kt").read_text().format(**fields), t

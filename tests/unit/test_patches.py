@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ORACLES, run_cli
+from conftest import HOSTS, ORACLES, run_cli
 
 from ktwizard.deploy import patches
 
@@ -51,3 +51,18 @@ def test_the_image_applies_the_patch_as_a_verified_step(tmp_path):
         [sys.executable, str(script), str(target)], capture_output=True, text=True
     )  # as the build does
     assert run.returncode == 0 and patches.state(target.read_text()) == "patched"
+
+
+def test_the_kimi_parser_backport_is_a_verified_step_and_archs_come_from_the_target(tmp_path):
+    out = run_cli("image", "render", "--host", "rtx-pro-6000-epyc-9355", "--out", str(tmp_path / "ctx"))
+    dockerfile = (tmp_path / "ctx" / "Dockerfile").read_text()
+    step = dockerfile.split("Kimi K2 tool-call parser backported")[1].split("LABEL")[0]
+    assert "af2a2ac618394a3c2d36c194f6b4ff346758ea7c" in dockerfile and "${KIMI_PARSER_COMMIT}" in step
+    assert "exit 1" in step and "|| true" not in step and "class KimiK2Detector" in step
+    assert 'ARG TORCH_CUDA_ARCH_LIST="12.0"' in dockerfile  # the RTX PRO 6000 it will run on, not this machine
+    none = run_cli("image", "render", "--host", str(HOSTS / "container-quota" / "none.yaml"), "--out", str(tmp_path))
+    assert none.returncode == 2
+    spec = tmp_path / "nogpu.yaml"
+    spec.write_text("cpu: {cores_per_socket: 8, flags: [avx2]}\nmemory_gib: 64\n")
+    nogpu = run_cli("image", "render", "--host", str(spec), "--out", str(tmp_path / "x"))
+    assert nogpu.returncode == 2 and "CUDA architectures are unknown" in nogpu.stderr and out.returncode == 0
