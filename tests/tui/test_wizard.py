@@ -176,3 +176,22 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
         asyncio.run(go())
     finally:
         run_cli("stop", name)
+
+
+def test_a_change_that_fits_is_applied_with_a_key():
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot)
+            await set_input(pilot, "context", "262144")
+            await set_input(pilot, "concurrency", "8")
+            assert not app.state.plan.fits and app.state.plan.suggestions
+            best = app.state.plan.suggestions[0]
+            assert "^f " + best.change in text(app, "suggestions")
+            await pilot.press("ctrl+f")
+            await pilot.pause()
+            assert app.state.plan.fits and app.state.plan.goals == best.goals
+            assert app.screen.query_one("#context").value == str(best.goals.context)
+            assert app.screen.query_one("#concurrency").value == str(best.goals.concurrency)
+
+    asyncio.run(go())

@@ -69,6 +69,8 @@ def test_doctor_on_recorded_hosts():
     assert checks["swap"]["status"] == "warn" and checks["NUMA balancing"]["status"] == "warn" and code == 1
     checks, _ = doctor(str(HOSTS / "h200-1gpu-xeon-amx"))
     assert checks["NVIDIA driver"]["status"] == "pass" and checks["swap"]["status"] == "pass"
+    # a recording is not this machine: its Docker engine is not checked, and no advice about this machine is given
+    assert checks["Docker engine"]["status"] == "info" and "install docker.io" not in checks["Docker engine"]["fix"]
     checks, _ = doctor(str(HOSTS / "desktop-avx2"))
     assert (
         checks["CPU frequency governor"]["status"] == "warn"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Grid, VerticalScroll
 from textual.widgets import (
     DataTable,
@@ -24,6 +25,27 @@ from ktwizard.tui.widgets import budget_text
 
 class PlanScreen(Step):
     STEP = "3 Plan"
+
+    BINDINGS = [*Step.BINDINGS, Binding("ctrl+f", "apply_fit", "apply the best fix", key_display="^f")]
+
+    def action_apply_fit(self) -> None:
+        """Take the best-ranked change that fits: its goals become the what-if fields."""
+        plan = self.state.plan
+        if plan is None or plan.fits or not plan.suggestions:
+            self.notify("the plan fits" if plan is not None and plan.fits else "no single change fits")
+            return
+        best = plan.suggestions[0]
+        self.state.goals = best.goals
+        g = best.goals
+        with self.prevent(Input.Changed, Select.Changed):
+            self.query_one("#context", Input).value = str(g.context or "")
+            self.query_one("#concurrency", Input).value = str(g.concurrency)
+            self.query_one("#gpu-experts", Input).value = "" if g.gpu_experts is None else str(g.gpu_experts)
+            self.query_one("#gpus", Input).value = ",".join(map(str, g.gpus)) if g.gpus else ""
+            self.query_one("#kv", Select).value = g.kv_dtype if g.kv_dtype != "bf16" else "auto"
+            self.query_one("#method", Select).value = g.method or ""
+        self.replan()
+        self.notify(f"applied {best.change}")
 
     def compose(self) -> ComposeResult:
         g = self.state.goals
@@ -117,7 +139,11 @@ class PlanScreen(Step):
         )
         self.query_one("#budget", Static).update(budget_text(result, width=max(16, min(60, self.size.width - 34))))
         sug = (
-            Text("\n".join(f"try {s.change}: {s.effect}" for s in result.suggestions))
+            Text(
+                "\n".join(
+                    ("^f " if i == 0 else "   ") + f"{s.change}: {s.effect}" for i, s in enumerate(result.suggestions)
+                )
+            )
             if result.suggestions
             else Text("")
         )
