@@ -43,3 +43,65 @@ def write_checkpoint(
         write_shard(folder / name, part, sparse=sparse)
         weight_map.update({t[0]: name for t in part})
     (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+
+
+def deepseek_tensors(cfg: dict, fp8: bool) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The test's own tensor list for a DeepSeek-V2/V3 checkpoint (with MTP layers when the config has them)."""
+    H, V, E = cfg["hidden_size"], cfg["vocab_size"], cfg["n_routed_experts"]
+    heads, kl, nope, rope, v, ql = (
+        cfg["num_attention_heads"],
+        cfg["kv_lora_rank"],
+        cfg["qk_nope_head_dim"],
+        cfg["qk_rope_head_dim"],
+        cfg["v_head_dim"],
+        cfg.get("q_lora_rank"),
+    )
+    Im, Id = cfg["moe_intermediate_size"], cfg["intermediate_size"]
+
+    def lin(name, o, i):
+        if not fp8:
+            return [(f"{name}.weight", "BF16", (o, i))]
+        return [
+            (f"{name}.weight", "F8_E4M3", (o, i)),
+            (f"{name}.weight_scale_inv", "F32", (-(-o // 128), -(-i // 128))),
+        ]
+
+    out = [
+        ("model.embed_tokens.weight", "BF16", (V, H)),
+        ("model.norm.weight", "BF16", (H,)),
+        ("lm_head.weight", "BF16", (V, H)),
+    ]
+    for i in range(cfg["num_hidden_layers"] + cfg.get("num_nextn_predict_layers", 0)):
+        p = f"model.layers.{i}"
+        out += [(f"{p}.input_layernorm.weight", "BF16", (H,)), (f"{p}.post_attention_layernorm.weight", "BF16", (H,))]
+        if ql:
+            out += (
+                lin(f"{p}.self_attn.q_a_proj", ql, H)
+                + [(f"{p}.self_attn.q_a_layernorm.weight", "BF16", (ql,))]
+                + lin(f"{p}.self_attn.q_b_proj", heads * (nope + rope), ql)
+            )
+        else:
+            out += lin(f"{p}.self_attn.q_proj", heads * (nope + rope), H)
+        out += lin(f"{p}.self_attn.kv_a_proj_with_mqa", kl + rope, H) + [
+            (f"{p}.self_attn.kv_a_layernorm.weight", "BF16", (kl,))
+        ]
+        out += lin(f"{p}.self_attn.kv_b_proj", heads * (nope + v), kl) + lin(f"{p}.self_attn.o_proj", H, heads * v)
+        if i < cfg["first_k_dense_replace"]:
+            out += lin(f"{p}.mlp.gate_proj", Id, H) + lin(f"{p}.mlp.up_proj", Id, H) + lin(f"{p}.mlp.down_proj", H, Id)
+            continue
+        out.append((f"{p}.mlp.gate.weight", "BF16", (E, H)))
+        if cfg.get("topk_method") == "noaux_tc":
+            out.append((f"{p}.mlp.gate.e_score_correction_bias", "F32", (E,)))
+        for j in range(E):
+            out += (
+                lin(f"{p}.mlp.experts.{j}.gate_proj", Im, H)
+                + lin(f"{p}.mlp.experts.{j}.up_proj", Im, H)
+                + lin(f"{p}.mlp.experts.{j}.down_proj", H, Im)
+            )
+        S = cfg["n_shared_experts"] * Im
+        out += (
+            lin(f"{p}.mlp.shared_experts.gate_proj", S, H)
+            + lin(f"{p}.mlp.shared_experts.up_proj", S, H)
+            + lin(f"{p}.mlp.shared_experts.down_proj", H, S)
+        )
+    return out

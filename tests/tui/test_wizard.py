@@ -195,3 +195,31 @@ def test_a_change_that_fits_is_applied_with_a_key():
             assert app.screen.query_one("#concurrency").value == str(best.goals.concurrency)
 
     asyncio.run(go())
+
+
+def test_an_inspected_checkpoint_is_the_weights_folder(tmp_path):
+    from safetensors_fixture import deepseek_tensors, write_checkpoint
+
+    from ktwizard.models.presets import get_preset
+
+    cfg = get_preset("deepseek-v2-lite").config
+    folder = tmp_path / "DeepSeek-V2-Lite"
+    write_checkpoint(folder, cfg, deepseek_tensors(cfg, fp8=False), shards=1)
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("n")
+            await pilot.pause()
+            await set_input(pilot, "model-dir", str(folder))
+            app.screen.query_one("#inspect").press()
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.state.model_dir == str(folder)
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            assert app.sub_title == "3 Plan" and app.state.plan.model_path == str(folder)
+            assert not any("No --weights" in n.text for n in app.state.plan.notices)
+
+    asyncio.run(go())

@@ -6,8 +6,7 @@ import json
 
 import pytest
 from conftest import run_cli
-from safetensors_fixture import write_checkpoint, write_shard
-from test_models import deepseek_tensors
+from safetensors_fixture import deepseek_tensors, write_checkpoint, write_shard
 
 from ktwizard.errors import BadInput
 from ktwizard.inputs import resolve_model

@@ -95,7 +95,8 @@ class ModelScreen(Step):
         self.app.call_from_thread(self.query_one("#model-info", Static).update, msg)
 
     def action_next(self) -> None:
-        weights = self.query_one("#weights", Input).value.strip() or None
+        # an inspected checkpoint folder is the weights the server loads, unless another folder is given
+        weights = self.query_one("#weights", Input).value.strip() or self.state.model_dir
         self.state.goals = replace(self.state.goals, weights=weights)
         if self.state.preset or self.state.model_dir:
             self.app.push_screen(PlanScreen())
