@@ -13,7 +13,7 @@ from ktwizard.notice import Notice
 from ktwizard.planner import host_budget
 from ktwizard.planner.catalog import check_flags
 from ktwizard.planner.convert import conversion
-from ktwizard.planner.flags import build_env, build_flags
+from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.sizing import Sizing
 from ktwizard.planner.threads import ThreadPlan, plan_threads
@@ -43,6 +43,11 @@ def _validate(goals: Goals, spec: ModelSpec) -> None:
         raise BadInput(f"--kv-dtype {goals.kv_dtype}: use auto, bf16 or fp8_e4m3")
     if not 1 <= goals.port <= 65535:
         raise BadInput(f"--port {goals.port}: not a TCP port")
+    if goals.served_name is not None and not SERVED_NAME.fullmatch(goals.served_name):
+        raise BadInput(
+            f"--served-name {goals.served_name!r}: use up to 128 letters, digits and . _ : / @ + -, starting with a "
+            "letter or digit"
+        )
 
 
 def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:

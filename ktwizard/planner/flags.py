@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ktwizard.host.profile import GPU
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
@@ -10,6 +12,9 @@ from ktwizard.planner.methods import MethodChoice
 from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
+
+SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+SERVED_BAD = re.compile(r"[^A-Za-z0-9._:/@+-]+")
 
 
 def _blackwell(gpus: tuple[GPU, ...]) -> bool:
@@ -30,7 +35,8 @@ def build_flags(
 ) -> tuple[tuple[Flag, ...], list[Notice]]:
     model_path = goals.weights or f"/models/{spec.id}"
     kt_path = model_path if choice.native else (goals.kt_weights or f"{model_path}-{choice.method}")
-    served = goals.served_name or hints.served_model_name or spec.id
+    # a folder name can hold anything; the id clients send is kept to a plain pattern
+    served = goals.served_name or hints.served_model_name or (SERVED_BAD.sub("-", spec.id).strip("-.") or "model")
     tp = sizing.tp
     f = [
         Flag("--model-path", model_path, "the checkpoint folder"),

@@ -6,6 +6,7 @@ import json
 import shlex
 
 from ktwizard.planner.types import Plan
+from ktwizard.render.quote import comment, python_literal, shell_line, yaml_flow
 
 # GitHub Copilot turns on its Kimi compatibility handling when the model id contains one of these (seed recipe).
 COPILOT_KIMI_KEYS = ("kimi-k2.6", "kimi-k2.7-code")
@@ -55,8 +56,9 @@ def clients_text(plan: Plan, host: str | None = None) -> str:
         {"model": model, "messages": [{"role": "user", "content": "Say hello in one word."}], "max_tokens": 16}
     )
     entry, notes = copilot_entry(plan, host)
+    api = f"{base}/v1"
     out = [
-        f"OpenAI-compatible base URL: {base}/v1   (model id: {model}; no API key is checked, use any string)",
+        f"OpenAI-compatible base URL: {base}/v1   (model id: {comment(model)}; no API key is checked, use any string)",
         "",
         "Smoke test:",
         f"  curl -s {shlex.quote(base + '/v1/chat/completions')} -H 'Content-Type: application/json' -d "
@@ -67,16 +69,23 @@ def clients_text(plan: Plan, host: str | None = None) -> str:
         *[f"  note: {n}" for n in notes],
         "",
         "Python (openai SDK):",
-        f"  from openai import OpenAI; c = OpenAI(base_url={base + '/v1'!r}, api_key='none')",
-        f"  print(c.chat.completions.create(model={model!r}, "
+        f"  from openai import OpenAI; c = OpenAI(base_url={python_literal(base + '/v1')}, api_key='none')",
+        f"  print(c.chat.completions.create(model={python_literal(model)}, "
         f"messages=[{{'role': 'user', 'content': 'hi'}}]).choices[0].message.content)",
         "",
         "Continue (config.yaml):",
-        f"  models: [{{name: {model}, provider: openai, model: {model}, apiBase: {base}/v1, apiKey: none}}]",
+        "  "
+        + yaml_flow(
+            {"models": [{"name": model, "provider": "openai", "model": model, "apiBase": api, "apiKey": "none"}]}
+        ),
         "",
-        "Open WebUI:  OPENAI_API_BASE_URL=" + f"{base}/v1" + "  OPENAI_API_KEY=none",
-        f"aider:       aider --openai-api-base {base}/v1 --openai-api-key none --model openai/{model}",
-        f"LiteLLM:     model: openai/{model}, api_base: {base}/v1",
+        "Open WebUI:  " + shell_line([f"OPENAI_API_BASE_URL={api}", "OPENAI_API_KEY=none"]),
+        "aider:       "
+        + shell_line(["aider", "--openai-api-base", api, "--openai-api-key", "none", "--model", f"openai/{model}"]),
+        "LiteLLM:     "
+        + yaml_flow(
+            {"model_list": [{"model_name": model, "litellm_params": {"model": f"openai/{model}", "api_base": api}}]}
+        ),
     ]
     if plan.goals.bind == "127.0.0.1":
         out.append(

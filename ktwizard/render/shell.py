@@ -6,12 +6,13 @@ import shlex
 
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import argv, flag_groups
+from ktwizard.render.quote import comment
 
 
 def shell_text(plan: Plan, python: str = "python3") -> str:
     lines = [
         "#!/usr/bin/env bash",
-        f"# ktwizard plan {plan.digest}: {plan.model.name} on {plan.host}",
+        f"# ktwizard plan {plan.digest}: {comment(plan.model.name)} on {comment(plan.host)}",
         "set -euo pipefail",
     ]
     lines += [f"export {e.name}={shlex.quote(e.value)}" for e in plan.env]
