@@ -144,6 +144,31 @@ def parse_count(text: str, flag: str, low: int = 0, high: int = 1 << 20) -> int:
     return value
 
 
+def parse_seconds(text: str, flag: str, low: float = 0.1, high: float = 86400.0) -> float:
+    """A finite number of seconds in [low, high] (nan, inf and 1e400 are typing errors)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadInput(f"{flag} {text}: give a number of seconds") from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise BadInput(f"{flag} {text}: give {low:g} to {high:g} seconds")
+    return value
+
+
+def parse_url(text: str, flag: str = "--url") -> str:
+    """An http(s) URL of a server: scheme, host and optional port, nothing that would surprise httpx."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.strip())
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or len(text) > 2048:
+        raise BadInput(f"{flag} {text!r}: give the server's base URL, such as http://127.0.0.1:30000")
+    return text.strip().rstrip("/")
+
+
 def parse_gpus(text: str | None) -> tuple[int, ...] | None:
     """all (None), none (()), or distinct GPU indices such as 0,1."""
     if text is None or text.strip() in ("", "all"):

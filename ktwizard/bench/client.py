@@ -36,7 +36,12 @@ async def stream_chat(http, url: str, model: str, prompt: str, max_tokens: int) 
         async for line in resp.aiter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
-            chunk = json.loads(line[6:])
+            try:
+                chunk = json.loads(line[6:])
+            except json.JSONDecodeError:
+                raise RuntimeError(f"the server streamed a chunk that is not JSON: {line[6:86]!r}") from None
+            if not isinstance(chunk, dict):
+                raise RuntimeError("the server streamed a chunk that is not a JSON object")
             if chunk.get("usage"):
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:

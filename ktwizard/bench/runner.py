@@ -55,6 +55,12 @@ def steady_rate(results: list[StreamResult], warmup: int) -> float:
     return n / (end - start) if end > start else 0.0
 
 
+def _http_timeout():
+    import httpx
+
+    return httpx.Timeout(connect=10.0, read=900.0, write=60.0, pool=10.0)  # a 128k-token prefill takes minutes
+
+
 async def run(url: str, model: str, sweep: Sweep, progress=print, keep: list | None = None) -> BenchReport:
     """`keep` receives the report so far after every row, so Ctrl-C (which asyncio turns into KeyboardInterrupt
     after cancelling this task) still leaves what was measured."""
@@ -70,7 +76,8 @@ async def run(url: str, model: str, sweep: Sweep, progress=print, keep: list | N
     prefill: list[PrefillRow] = []
     decode: list[DecodeRow] = []
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10)) as http:
+        # every read has a timeout, and the whole sweep a deadline: a server that never answers cannot hold it
+        async with asyncio.timeout(sweep.max_seconds), httpx.AsyncClient(timeout=_http_timeout()) as http:
             cal = await calibrate(http, url, model)
             report = replace(
                 report,

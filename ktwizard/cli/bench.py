@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from ktwizard.cli.guard import EXIT_INTERRUPTED
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.inputs import parse_token_list
 
@@ -51,32 +52,50 @@ def cmd_bench(args: argparse.Namespace) -> int:
         published=published,
     )
     model = args.model or _model(url)  # after the arguments are known to be good
+    import httpx
+
     keep: list = []
+    interrupted = False
     try:
         report = asyncio.run(run(url, model, sweep, progress=lambda m: print(m, file=sys.stderr), keep=keep))
     except KeyboardInterrupt:
         if not keep:
             raise
-        report = keep[0]
+        report, interrupted = keep[0], True
         print("interrupted: reporting what was measured", file=sys.stderr)
     except RuntimeError as exc:
         raise KtwizardError(str(exc)) from None
+    except httpx.HTTPError as exc:
+        why = f"{exc.__class__.__name__}: {exc}"
+        raise KtwizardError(f"the server stopped answering during the benchmark ({why})") from None
     render = {"md": markdown, "json": dump_json, "csv": csv_text}[args.format]
     sys.stdout.write(render(report))
+    if not report.complete:  # partial results are printed, and the exit code says so
+        print(
+            f"ktwizard: partial results: {'interrupted' if interrupted else '--max-seconds reached'}", file=sys.stderr
+        )
+        return EXIT_INTERRUPTED if interrupted else 1
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ktwizard.cli.options import count, seconds, url
+
     be = sub.add_parser("bench", help="measure prefill (TTFT) and aggregate decode like the recipe's tables")
-    be.add_argument("--url", required=True)
+    be.add_argument("--url", required=True, type=url(), help="the server's base URL")
     be.add_argument("--model", help="model id (default: the server's first)")
     be.add_argument("--contexts", default="8k,16k,32k,64k,128k", help="prefill prompt sizes (empty to skip)")
     be.add_argument("--decode-contexts", default="0,8k,16k,32k,64k,128k")
     be.add_argument("--concurrency", default="1,2")
-    be.add_argument("--tokens", type=int, default=256, help="generated tokens per decode stream")
-    be.add_argument("--repeats", type=int, default=1)
     be.add_argument(
-        "--max-seconds", type=float, default=3600.0, help="stop after this long and report what was measured"
+        "--tokens", type=count("--tokens", 1, 65536), default=256, help="generated tokens per decode stream"
+    )
+    be.add_argument("--repeats", type=count("--repeats", 1, 100), default=1, help="runs of each step (default 1)")
+    be.add_argument(
+        "--max-seconds",
+        type=seconds("--max-seconds", 1, 7 * 86400),
+        default=3600.0,
+        help="stop after this long and report what was measured",
     )
     be.add_argument("--compare", metavar="RECIPE|PRESET", help="show ratios to a recipe's published numbers")
     be.add_argument("--format", default="md", choices=("md", "json", "csv"))

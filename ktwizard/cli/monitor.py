@@ -41,8 +41,8 @@ def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
-    if args.interval <= 0 or args.interval > 3600:
-        raise BadInput(f"--interval {args.interval}: give seconds between 0.1 and 3600")
+    if args.json and not args.once:
+        raise BadInput("--json prints one sample: use it with --once (the live dashboard is for a terminal)")
     url, container = resolve_target(args)
     if args.once:
         from ktwizard.monitor.session import Monitor
@@ -53,7 +53,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         time.sleep(args.interval)  # a second scrape turns counters into rates
         sample = mon.sample()
         sys.stdout.write(dump_json(sample) if args.json else _text(sample))
-        return 0
+        srv, box = sample.server, sample.container
+        down = (srv is not None and not srv.up) or (box is not None and box.state in ("exited", "dead", "gone"))
+        return 1 if down else 0  # the sample is printed either way; the exit code says the server is not serving
     from ktwizard.tui.monitor_app import MonitorApp
 
     MonitorApp(url=url, container=container, interval=args.interval, gpus=not args.no_gpu).run()
@@ -84,10 +86,14 @@ def _text(s) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from ktwizard.cli.options import seconds, url
+
     mo = sub.add_parser("monitor", help="live memory and throughput of a running server")
-    mo.add_argument("--url", help="the server's base URL, such as http://127.0.0.1:30000")
+    mo.add_argument("--url", type=url(), help="the server's base URL, such as http://127.0.0.1:30000")
     mo.add_argument("--container", metavar="NAME", help="a ktwizard container (its URL comes from its labels)")
-    mo.add_argument("--interval", type=float, default=1.0, metavar="S")
+    mo.add_argument(
+        "--interval", type=seconds("--interval", 0.1, 3600), default=1.0, metavar="S", help="seconds between samples"
+    )
     mo.add_argument("--once", action="store_true", help="print one combined sample and exit")
     mo.add_argument("--json", action="store_true", help="with --once: the sample as JSON")
     mo.add_argument("--no-gpu", action="store_true", help="do not poll NVML")

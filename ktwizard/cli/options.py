@@ -40,6 +40,18 @@ def port(flag: str = "--port") -> Callable[[str], int]:
     return count(flag, 1, 65535)
 
 
+def seconds(flag: str, low: float = 0.1, high: float = 86400.0) -> Callable[[str], float]:
+    from ktwizard.inputs import parse_seconds
+
+    return typed(lambda text, f: parse_seconds(text, f, low, high), flag)
+
+
+def url(flag: str = "--url") -> Callable[[str], str]:
+    from ktwizard.inputs import parse_url
+
+    return typed(parse_url, flag)
+
+
 def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
