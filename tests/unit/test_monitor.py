@@ -155,3 +155,16 @@ def test_recorded_h200_run_followed_allocation_steps():
             for used in inside:
                 assert abs(used - (gib * 2**30 + context)) < 64 * 2**20, (gib, used)
     assert max(s["monitor_used"] for s in samples) > 12 * 2**30
+
+
+def test_recorded_h200_peak_sampling_caught_every_step():
+    """benchmarks/device_peak.py on the H200: ktwizard's PeakSampler (real NVML, every 20 ms) around a CUDA process
+    that keeps a 10 GiB layer and allocates temporaries down to 20 ms long; nvidia-smi read after each step."""
+    d = json.loads((TESTS / "fixtures/device/peak-sampling.json").read_text())
+    assert "H200" in d["gpu"] and d["sample_every_s"] == 0.02
+    for step in d["steps"]:
+        assert step["caught"] and step["peak_over_before_mib"] >= step["expected_peak_over_before_mib"] - 64
+        assert abs(step["kept_mib"] - step["expected_kept_mib"]) <= 64
+        # nvidia-smi's "used" leaves out the driver reserve that the sampler (and the plan) count: ~0.6 GiB on an H200
+        assert 500 <= step["after_mib"] - step["nvidia_smi_after_mib"] <= 700
+    assert min(s["seconds"] for s in d["steps"]) < 0.03  # the shortest temporary was still caught
