@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ktwizard.errors import EXIT_NO_FIT, KtwizardError
+from ktwizard.errors import EXIT_NO_FIT, BadInput, KtwizardError
 
 
 def _load_plan(args: argparse.Namespace):
@@ -13,9 +13,9 @@ def _load_plan(args: argparse.Namespace):
         from pathlib import Path
 
         from ktwizard.planner.types import Plan
-        from ktwizard.serial import from_data, read_structured
+        from ktwizard.serial import read_structured
 
-        return from_data(Plan, read_structured(Path(args.plan)), args.plan)
+        return Plan.load(read_structured(Path(args.plan)), args.plan)
     from ktwizard.cli.options import make_plan
 
     return make_plan(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs, requests none
@@ -47,6 +47,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
         python=args.python,
         native=args.native,
     )
+    if not _loopback(opts.bind):
+        print(
+            f"warning: the server will listen on {opts.bind}:{opts.port} with no API key: anyone who reaches it can "
+            "use it; keep it behind a firewall or an SSH tunnel",
+            file=sys.stderr,
+        )
     proc = start(plan, opts)
     deployment, _ = follow_startup(proc, plan, opts)
     if not args.no_peak_check:
@@ -69,10 +75,25 @@ def cmd_launch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _loopback(address: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     from ktwizard.deploy import records
+    from ktwizard.render.docker import check_name
 
-    rec = records.load(args.name)
+    check_name(args.name)
+    try:
+        rec = records.load(args.name)
+        kept = rec is not None
+    except BadInput:  # a record that cannot be read is still cleared below
+        rec, kept = None, True
     if rec is not None and rec.kind == "native" and rec.pid:
         from ktwizard.deploy.native_proc import stop_group
 
@@ -82,7 +103,14 @@ def cmd_stop(args: argparse.Namespace) -> int:
         return 0
     from ktwizard.deploy.engine import connect, find_managed
 
-    container = find_managed(connect(), args.name)
+    try:
+        container = find_managed(connect(), args.name)
+    except BadInput:
+        if not kept:
+            raise
+        records.forget(args.name)
+        print(f"{args.name}: its container is already gone; cleared the deployment record", file=sys.stderr)
+        return 0
     container.stop(timeout=args.timeout)
     container.remove(force=True)
     records.forget(args.name)

@@ -56,6 +56,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         srv, box = sample.server, sample.container
         down = (srv is not None and not srv.up) or (box is not None and box.state in ("exited", "dead", "gone"))
         return 1 if down else 0  # the sample is printed either way; the exit code says the server is not serving
+    if not sys.stdout.isatty():
+        raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
     from ktwizard.tui.monitor_app import MonitorApp
 
     MonitorApp(url=url, container=container, interval=args.interval, gpus=not args.no_gpu).run()

@@ -26,16 +26,23 @@ def state_dir() -> Path:
     return Path(base) / "ktwizard" / "deployments"
 
 
+def _path(name: str) -> Path:
+    """The record of `name`, which must be a plain deployment name: a record never lands outside the state folder."""
+    from ktwizard.render.docker import check_name
+
+    return state_dir() / f"{check_name(name)}.json"
+
+
 def save(d: Deployment) -> Path:
-    path = state_dir() / f"{d.name}.json"
+    path = _path(d.name)
     write_atomic(path, dump_json(d))
     return path
 
 
 def load(name: str) -> Deployment | None:
-    path = state_dir() / f"{name}.json"
+    path = _path(name)
     return from_data(Deployment, read_structured(path)) if path.exists() else None
 
 
 def forget(name: str) -> None:
-    (state_dir() / f"{name}.json").unlink(missing_ok=True)
+    _path(name).unlink(missing_ok=True)

@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from ktwizard import __version__
 from ktwizard.notice import Notice
 from ktwizard.planner.budget import BudgetItem, GpuBudget, HostBudget
 from ktwizard.planner.forecast import Forecast
@@ -14,6 +15,8 @@ from ktwizard.planner.layers import LayerPlacement
 __all__ = ["BudgetItem", "GpuBudget", "HostBudget", "LayerPlacement"]
 
 Value = str | int | float | bool | tuple[str, ...] | None
+# 2: memory model v2 (phases, ledger sources, margin); plans of schema 1 budget GPUs differently.
+PLAN_SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,23 @@ class Plan:
     forecast: Forecast | None = None  # decode tok/s at concurrency 1, before launch
     layers: LayerPlacement | None = None  # KTransformers layer-wise alternative (DeepSeek-V2 family)
     binding: str = ""  # the GPU and phase whose peak limits the GPU experts ("GPU 0, longest prompt")
+    schema: int = PLAN_SCHEMA  # plans from another ktwizard version are refused with both versions named
+    made_by: str = __version__
+
+    @staticmethod
+    def load(data: object, where: str) -> Plan:
+        """A plan read back from a file: refused, naming both versions, when another ktwizard wrote it."""
+        from ktwizard.errors import BadInput
+        from ktwizard.serial import from_data
+
+        schema = data.get("schema", 1) if isinstance(data, dict) else None
+        if schema != PLAN_SCHEMA:
+            made = data.get("made_by", "an earlier version") if isinstance(data, dict) else "?"
+            raise BadInput(
+                f"{where}: a plan of schema {schema} (ktwizard {made}); this is ktwizard {__version__} (plan schema "
+                f"{PLAN_SCHEMA}): plan again with this version"
+            )
+        return from_data(Plan, data, where)
 
     def predicted_peaks(self) -> dict[int, int]:
         """GPU index -> the planned peak (the binding phase): what the monitor marks and the peak check compares."""
