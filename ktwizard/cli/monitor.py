@@ -55,7 +55,15 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         sys.stdout.write(dump_json(sample) if args.json else _text(sample))
         srv, box = sample.server, sample.container
         down = (srv is not None and not srv.up) or (box is not None and box.state in ("exited", "dead", "gone"))
-        return 1 if down else 0  # the sample is printed either way; the exit code says the server is not serving
+        if down:  # the sample is printed either way; the exit code and one line say the server is not serving
+            why = (
+                f"container {box.name} is {box.state}"
+                if box is not None and box.state in ("exited", "dead", "gone")
+                else (f"the server is not answering ({srv.error})" if srv is not None else "the server is down")
+            )
+            print(f"ktwizard: error: {why}", file=sys.stderr)
+            return 1
+        return 0
     if not sys.stdout.isatty():
         raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
     from ktwizard.tui.monitor_app import MonitorApp

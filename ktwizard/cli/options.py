@@ -52,6 +52,18 @@ def url(flag: str = "--url") -> Callable[[str], str]:
     return typed(parse_url, flag)
 
 
+def method(flag: str = "--method") -> Callable[[str], str]:
+    def parse(text: str, f: str) -> str:
+        from ktwizard.planner.methods import METHODS
+
+        name = text.strip().upper()
+        if name not in METHODS:
+            raise BadInput(f"{f} {text!r}: use one of {', '.join(METHODS)}")
+        return name
+
+    return typed(parse, flag)
+
+
 def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
@@ -74,7 +86,7 @@ def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
         help="concurrent requests (default 1)",
     )
     pr.add_argument("--gpus", metavar="LIST", help="all (default) or GPU indices such as 0,1")
-    pr.add_argument("--method", metavar="M", help="kt-method (default: the checkpoint's native method)")
+    pr.add_argument("--method", type=method(), metavar="M", help="kt-method (default: the checkpoint's native method)")
     pr.add_argument(
         "--gpu-experts",
         type=count("--gpu-experts", 0, 4096),

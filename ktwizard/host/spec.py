@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def _number(d: dict, key: str, where: str, minimum: float = 0, required: bool = 
             raise BadInput(f"{where}: missing key '{key}'")
         return None
     v = d[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or v <= minimum - 1e-12 or v > 1e7:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= minimum - 1e-12 or v > 1e7:
         raise BadInput(f"{where}: '{key}' must be a number above {minimum:g}, got {v!r}")
     return v
 
