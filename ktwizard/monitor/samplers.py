@@ -217,6 +217,9 @@ class ContainerSampler:
 LATENCY = ("ttft_p50", "ttft_p95", "itl_p50", "itl_p95")
 
 
+MAX_METRICS = 8 * 2**20  # a real scrape is tens of KiB
+
+
 class ServerSampler:
     """/metrics through httpx, parsed by prometheus_client; rates against the previous scrape.
 
@@ -248,18 +251,30 @@ class ServerSampler:
         import httpx
 
         try:
-            resp = self.http.get(f"{self.url}/metrics")
+            # streamed and capped: a hostile or broken server cannot make the monitor read without end
+            with self.http.stream("GET", f"{self.url}/metrics") as resp:
+                status = resp.status_code
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_METRICS:
+                        self._reset()
+                        return ServerSample(
+                            up=False, error=f"{self.url}/metrics sent more than {MAX_METRICS >> 20} MiB"
+                        )
         except httpx.HTTPError as exc:
             self._reset()
             return ServerSample(up=False, error=f"{self.url}/metrics unreachable ({exc.__class__.__name__})")
-        if resp.status_code != 200:
+        if status != 200:
             self._reset()
-            return ServerSample(
-                up=False, error=f"{self.url}/metrics answered {resp.status_code} (is --enable-metrics on?)"
-            )
+            return ServerSample(up=False, error=f"{self.url}/metrics answered {status} (is --enable-metrics on?)")
         with_hist = self.prev_hist is None or self.scrapes % self.HISTOGRAM_EVERY == 0
         self.scrapes += 1
-        cur = parse_scrape(resp.text, time.monotonic(), histograms=with_hist)
+        try:
+            cur = parse_scrape(body.decode("utf-8", "replace"), time.monotonic(), histograms=with_hist)
+        except (ValueError, KeyError, TypeError) as exc:
+            self._reset()
+            return ServerSample(up=False, error=f"{self.url}/metrics is not Prometheus text ({exc})"[:300])
         out = server_sample(self.prev, cur, since=self.prev_hist)  # cur has no buckets between histogram scrapes
         self.prev = cur
         if with_hist:
