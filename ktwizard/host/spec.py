@@ -42,7 +42,10 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
     if not isinstance(spec, dict):
         raise BadInput(f"{where}: expected a mapping with gpus, cpu, numa_nodes and memory_gib")
     gpus: list[GPU] = []
-    for i, g in enumerate(spec.get("gpus") or []):
+    listed = spec.get("gpus") or []
+    if not isinstance(listed, list):
+        raise BadInput(f"{where}: gpus must be a list of mappings such as {{name: ..., memory_gib: 96}}")
+    for i, g in enumerate(listed):
         if not isinstance(g, dict):
             raise BadInput(f"{where}: gpus[{i}] must be a mapping")
         name = str(g.get("name", "GPU"))

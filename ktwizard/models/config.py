@@ -76,7 +76,9 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
     if per_tok == 0 or per_tok > moe.experts:
         raise BadInput(f"{where}: num_experts_per_tok={per_tok} must be between 1 and the {moe.experts} routed experts")
     estimated = cfg.get("estimated_bytes") or {}
-    if not isinstance(estimated, dict):
+    if not isinstance(estimated, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**50 for v in estimated.values()
+    ):
         raise BadInput(f"{where}: 'estimated_bytes' must be a mapping of names to byte counts")
     return Arch(
         family=family.name,
