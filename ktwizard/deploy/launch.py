@@ -10,7 +10,7 @@ from typing import Protocol, TextIO
 from ktwizard.deploy.compare import compare, comparison_text
 from ktwizard.deploy.diagnose import Diagnosis, diagnose
 from ktwizard.deploy.phases import StartupTracker
-from ktwizard.deploy.records import Deployment, save
+from ktwizard.deploy.records import Deployment, forget, save
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Plan
 
@@ -94,7 +94,16 @@ def follow_startup(
     except KeyboardInterrupt:
         _interrupted(proc, deployment, ready=False, out=out)
         raise
-    save(deployment)
+    except Exception as exc:  # noqa: BLE001 - the Docker connection dropped, the log vanished: never an orphan
+        left = _clean_up(proc, deployment)
+        raise KtwizardError(
+            f"lost track of {deployment.name} while it started ({exc.__class__.__name__}); {left}"
+        ) from None
+    try:
+        save(deployment)
+    except OSError as exc:  # a full disk or a read-only state folder: no record means an orphan, so no server
+        left = _clean_up(proc, deployment)
+        raise KtwizardError(f"the deployment record could not be written ({exc.strerror or exc}); {left}") from None
     print(f"ready in {time.monotonic() - tracker.started:.1f}s at {deployment.url}", file=out)
     print(comparison_text(compare(plan, tracker.figures)), file=out, end="")
     return deployment, tracker
@@ -126,9 +135,26 @@ def stay_attached(proc: ServerProcess, deployment: Deployment, out: TextIO = sys
         while True:
             for line in proc.new_lines():
                 print(line, file=out, flush=True)
-            running, code, _ = proc.status()
+            running, code, oom = proc.status()
             if not running:
-                raise KtwizardError(f"{deployment.name} exited with code {code}")
+                # never leave an exited server behind: its container and record go, and the line says so
+                left = _clean_up(proc, deployment)
+                raise KtwizardError(
+                    f"{deployment.name} exited with code {code}" + (" (OOM-killed)" if oom else "") + f"; {left}"
+                )
             time.sleep(0.2)
     except KeyboardInterrupt:
         _interrupted(proc, deployment, ready=True, out=sys.stderr)
+
+
+def _clean_up(proc: ServerProcess, deployment: Deployment) -> str:
+    """Remove what a failed deployment left; say what was removed, or what to remove by hand."""
+    try:
+        proc.remove()
+    except Exception as exc:  # noqa: BLE001 - the engine itself may be gone: say what is left
+        return (
+            f"{deployment.name} could not be removed ({exc.__class__.__name__}): remove it with docker rm -f "
+            f"{deployment.name} (or ktwizard stop {deployment.name})"
+        )
+    forget(deployment.name)
+    return f"removed {deployment.name} and its record"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,4 +46,6 @@ def load(name: str) -> Deployment | None:
 
 
 def forget(name: str) -> None:
-    _path(name).unlink(missing_ok=True)
+    path = _path(name)
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):  # no record (or no state folder): nothing to do
+        path.unlink()

@@ -373,3 +373,55 @@ def test_native_runner(checkpoint, state_home):
     time.sleep(0.3)
     with pytest.raises(ProcessLookupError):
         os.kill(record["pid"], 0)
+
+
+def test_a_server_that_dies_after_ready_is_removed_not_orphaned(docker_client, standin_image, checkpoint, state_home):
+    """Without --detach ktwizard stays attached; when the server dies it removes the container and its record."""
+    name = f"ktw-dies-{time.monotonic_ns() % 10**8}"
+    args = [
+        "launch",
+        *BASE,
+        "--weights",
+        str(checkpoint),
+        "--image",
+        standin_image,
+        "--name",
+        name,
+        "--port",
+        str(free_port()),
+        "--env",
+        "STANDIN_STEP_S=0.05",
+        "--env",
+        "STANDIN_FAIL=die_after_ready",
+        "--env",
+        "STANDIN_DIE_AFTER_S=1",
+    ]
+    out = run_cli(*args, timeout=120)
+    assert out.returncode == 1 and f"removed {name} and its record" in out.stderr, out.stderr[-800:]
+    assert gone(docker_client, name) and not (state_home / "ktwizard/deployments" / f"{name}.json").exists()
+
+
+def test_a_record_that_cannot_be_written_removes_the_container(docker_client, standin_image, checkpoint, tmp_path):
+    """A full disk or an unwritable state folder after ready: no record would mean an orphan, so no server."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    name = f"ktw-norecord-{time.monotonic_ns() % 10**8}"
+    out = run_cli(
+        "launch",
+        *BASE,
+        "--weights",
+        str(checkpoint),
+        "--image",
+        standin_image,
+        "--name",
+        name,
+        "--port",
+        str(free_port()),
+        "--detach",
+        "--env",
+        "STANDIN_STEP_S=0.05",
+        env={"XDG_STATE_HOME": str(blocker / "state")},
+        timeout=120,
+    )
+    assert out.returncode == 1 and "record could not be written" in out.stderr and f"removed {name}" in out.stderr
+    assert gone(docker_client, name)
