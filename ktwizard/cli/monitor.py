@@ -68,8 +68,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
     from ktwizard.tui.monitor_app import MonitorApp
 
-    MonitorApp(url=url, container=container, interval=args.interval, gpus=not args.no_gpu).run()
-    return 0
+    app = MonitorApp(url=url, container=container, interval=args.interval, gpus=not args.no_gpu)
+    app.run()
+    return app.return_code or 0  # a crash inside the app is not a success
 
 
 def _text(s) -> str:

@@ -18,5 +18,6 @@ def run_wizard(args: argparse.Namespace) -> int:
         profile = load_profile(args.profile)
     from ktwizard.tui.app import WizardApp
 
-    WizardApp(profile=profile).run()
-    return 0
+    app = WizardApp(profile=profile)
+    app.run()
+    return app.return_code or 0  # a crash inside the app is not a success

@@ -175,6 +175,14 @@ class ContainerSampler:
         return {"container": self.sample()}
 
     def sample(self) -> ContainerSample:
+        try:
+            return self._sample()
+        except Exception as exc:  # noqa: BLE001 - the engine went away mid-poll: a sample that says so, not a crash
+            return ContainerSample(
+                self.name, f"unknown ({exc.__class__.__name__}: engine unreachable)", 0, None, False, None, None, None
+            )
+
+    def _sample(self) -> ContainerSample:
         import docker
 
         try:

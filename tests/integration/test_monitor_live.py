@@ -82,3 +82,20 @@ def test_monitor_follows_the_standin_rate_and_alerts_on_kill(docker_client, stan
         assert "ktwizard: error: container" in once.stderr
     finally:
         run_cli("stop", name)
+
+
+def test_the_container_sampler_survives_the_engine_going_away(docker_client, standin_image):
+    """The engine stops answering mid-session (here: the real SDK pointed at a socket nobody listens on)."""
+    import docker
+
+    from ktwizard.monitor.samplers import ContainerSampler
+
+    box = docker_client.containers.create(standin_image, command=["true"], labels={"io.ktwizard.managed": "true"})
+    try:
+        sampler = ContainerSampler(box.name)
+        assert sampler.sample().state == "created"
+        sampler.client = docker.DockerClient(base_url="unix:///nonexistent/docker.sock", version="1.41", timeout=2)
+        sample = sampler.sample()
+        assert sample.state.startswith("unknown") and "engine unreachable" in sample.state
+    finally:
+        box.remove(force=True)
