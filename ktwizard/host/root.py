@@ -28,20 +28,26 @@ class Root:
         return sorted(self.path.glob(pattern.lstrip("/")))
 
 
+MAX_CPUS = 65536  # more CPUs than any machine has
+
+
 def parse_cpu_list(text: str | None) -> tuple[int, ...]:
     """'0-3,8,10-11' -> (0, 1, 2, 3, 8, 10, 11); empty or None -> ()."""
     if not text:
         return ()
     cpus: list[int] = []
-    for part in text.strip().split(","):
+    for part in text.strip().split(",")[:MAX_CPUS]:
         part = part.strip()
         if not part:
             continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.extend(range(int(lo), int(hi) + 1))
-        else:
-            cpus.append(int(part))
+        try:
+            lo, _, hi = part.partition("-")
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            continue  # a malformed range in a recorded root is skipped, not a crash
+        if not 0 <= first <= last < MAX_CPUS:
+            continue  # nor can a range like 0-999999999 allocate without bound
+        cpus.extend(range(first, last + 1))
     return tuple(sorted(set(cpus)))
 
 

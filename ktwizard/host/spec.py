@@ -27,14 +27,20 @@ from ktwizard.units import GiB
 ASSETS = bundled("assets") / "hosts"
 
 
-def _number(d: dict, key: str, where: str, minimum: float = 0, required: bool = True) -> Any:
+def _number(d: dict, key: str, where: str, minimum: float = 0, required: bool = True, maximum: float = 1e7) -> Any:
     if key not in d:
         if required:
             raise BadInput(f"{where}: missing key '{key}'")
         return None
     v = d[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= minimum - 1e-12 or v > 1e7:
-        raise BadInput(f"{where}: '{key}' must be a number above {minimum:g}, got {v!r}")
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, int | float)
+        or not math.isfinite(v)
+        or v <= minimum - 1e-12
+        or v > maximum
+    ):
+        raise BadInput(f"{where}: '{key}' must be a number from {minimum:g} to {maximum:g}, got {v!r}")
     return v
 
 
@@ -49,9 +55,9 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
         if not isinstance(g, dict):
             raise BadInput(f"{where}: gpus[{i}] must be a mapping")
         name = str(g.get("name", "GPU"))
-        total, estimated = card_total(name, _number(g, "memory_gib", f"{where}: gpus[{i}]", 1))
+        total, estimated = card_total(name, _number(g, "memory_gib", f"{where}: gpus[{i}]", 1, maximum=4096))
         used = int((_number(g, "used_gib", f"{where}: gpus[{i}]", 0, required=False) or 0) * GiB)
-        for _ in range(int(_number(g, "count", f"{where}: gpus[{i}]", 1, required=False) or 1)):
+        for _ in range(int(_number(g, "count", f"{where}: gpus[{i}]", 1, required=False, maximum=64) or 1)):
             gpus.append(
                 GPU(
                     index=len(gpus),
@@ -67,11 +73,11 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
     c = spec.get("cpu")
     if not isinstance(c, dict):
         raise BadInput(f"{where}: missing key 'cpu' (a mapping with model, sockets, cores_per_socket, flags)")
-    sockets = int(_number(c, "sockets", f"{where}: cpu", 1, required=False) or 1)
-    cores = int(_number(c, "cores_per_socket", f"{where}: cpu", 1))
-    tpc = int(_number(c, "threads_per_core", f"{where}: cpu", 1, required=False) or 1)
-    n_nodes = int(_number(spec, "numa_nodes", where, 1, required=False) or sockets)
-    memory = int(_number(spec, "memory_gib", where, 1) * GiB)
+    sockets = int(_number(c, "sockets", f"{where}: cpu", 1, required=False, maximum=16) or 1)
+    cores = int(_number(c, "cores_per_socket", f"{where}: cpu", 1, maximum=1024))
+    tpc = int(_number(c, "threads_per_core", f"{where}: cpu", 1, required=False, maximum=8) or 1)
+    n_nodes = int(_number(spec, "numa_nodes", where, 1, required=False, maximum=64) or sockets)
+    memory = int(_number(spec, "memory_gib", where, 1, maximum=2**20) * GiB)
     # Linux numbers the first thread of every core first, then the SMT siblings.
     threads = [
         CpuThread(cpu=t * sockets * cores + s * cores + k, package=s, core=k)

@@ -250,3 +250,20 @@ def test_recorded_real_nvml_run_agrees_with_nvidia_smi():
     assert gpu.processes[0].pid == pid and mib(gpu.processes[0].used_memory) == proc_mib
     reserved_mib = int((dev / "smi-before.txt").read_text().strip().splitlines()[1].split(",")[4].split()[0])
     assert mib(gpu.memory_reserved) == reserved_mib
+
+
+def test_bad_cpulists_in_a_recorded_root_are_skipped_not_fatal(tmp_path):
+    from ktwizard.host.root import parse_cpu_list
+
+    assert parse_cpu_list("0-3,x,8,5-2,0-999999999,-1,10-11") == (0, 1, 2, 3, 8, 10, 11)
+    root = tmp_path / "root"
+    for rel, text in {
+        "proc/cpuinfo": "processor : 0\nflags : avx2\n",
+        "proc/meminfo": "MemTotal: 1024 kB\n",
+        "sys/devices/system/cpu/online": "0-999999999\n",
+        "sys/devices/system/node/node0/cpulist": "garbage\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    out = run_cli("probe", "--root", str(root), "--json", "--no-engine", timeout=30)
+    assert "Traceback" not in out.stderr and out.returncode in (0, 2)
