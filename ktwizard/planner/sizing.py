@@ -218,7 +218,7 @@ class Sizing:
                     peaks[key] = tuple((p.phase, p.bytes) for p in base.phases)
                 for phase, peak in peaks[key]:
                     room = g.memory_total - base.margin - peak
-                    n = floor(room / self.per_expert) if room >= 0 else -1
+                    n = floor(room / self.per_expert)  # negative when over: the worst phase binds
                     if best is None or n < best.experts:
                         best = Fit(n, g.index, phase)
             assert best is not None
