@@ -13,6 +13,7 @@ from ktwizard.deploy.launch import LaunchOptions
 from ktwizard.deploy.records import Deployment
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Plan
+from ktwizard.render.clients import server_url
 from ktwizard.render.docker import ContainerSpec, container_spec
 
 
@@ -165,11 +166,10 @@ class ContainerProcess:
             pass
 
     def deployment(self) -> Deployment:
-        host = "127.0.0.1" if self.spec.bind in ("0.0.0.0", "::") else self.spec.bind
         return Deployment(
             name=self.spec.name,
             kind="docker",
-            url=f"http://{host}:{self.spec.port}",
+            url=server_url(self.spec.bind, self.spec.port),
             plan_digest=self.plan.digest,
             model=self.plan.model.id,
             container_id=self.container.id,

@@ -95,14 +95,14 @@ def follow_startup(
         _interrupted(proc, deployment, ready=False, out=out)
         raise
     except Exception as exc:  # noqa: BLE001 - the Docker connection dropped, the log vanished: never an orphan
-        left = _clean_up(proc, deployment)
+        left = clean_up(proc, deployment)
         raise KtwizardError(
             f"lost track of {deployment.name} while it started ({exc.__class__.__name__}); {left}"
         ) from None
     try:
         save(deployment)
     except OSError as exc:  # a full disk or a read-only state folder: no record means an orphan, so no server
-        left = _clean_up(proc, deployment)
+        left = clean_up(proc, deployment)
         raise KtwizardError(f"the deployment record could not be written ({exc.strerror or exc}); {left}") from None
     print(f"ready in {time.monotonic() - tracker.started:.1f}s at {deployment.url}", file=out)
     print(comparison_text(compare(plan, tracker.figures)), file=out, end="")
@@ -138,7 +138,7 @@ def stay_attached(proc: ServerProcess, deployment: Deployment, out: TextIO = sys
             running, code, oom = proc.status()
             if not running:
                 # never leave an exited server behind: its container and record go, and the line says so
-                left = _clean_up(proc, deployment)
+                left = clean_up(proc, deployment)
                 raise KtwizardError(
                     f"{deployment.name} exited with code {code}" + (" (OOM-killed)" if oom else "") + f"; {left}"
                 )
@@ -147,7 +147,7 @@ def stay_attached(proc: ServerProcess, deployment: Deployment, out: TextIO = sys
         _interrupted(proc, deployment, ready=True, out=sys.stderr)
 
 
-def _clean_up(proc: ServerProcess, deployment: Deployment) -> str:
+def clean_up(proc: ServerProcess, deployment: Deployment) -> str:
     """Remove what a failed deployment left; say what was removed, or what to remove by hand."""
     try:
         proc.remove()

@@ -17,6 +17,7 @@ from ktwizard.errors import KtwizardError
 from ktwizard.planner.constants import INT4_MARLIN_METHODS
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import argv
+from ktwizard.render.clients import server_url
 
 # Where the target Python finds sglang, without importing it (an import takes seconds and a GPU's worth of setup).
 _FIND_SGLANG = (
@@ -88,11 +89,10 @@ class NativeProcess:
         self.log.close()
 
     def deployment(self) -> Deployment:
-        host = "127.0.0.1" if self.opts.bind in ("0.0.0.0", "::") else self.opts.bind
         return Deployment(
             name=self.opts.name,
             kind="native",
-            url=f"http://{host}:{self.opts.port}",
+            url=server_url(self.opts.bind, self.opts.port),
             plan_digest=self.plan.digest,
             model=self.plan.model.id,
             pid=self.proc.pid,

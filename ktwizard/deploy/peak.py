@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from math import ceil
 from typing import NoReturn, Protocol, TextIO
 
-from ktwizard.deploy.launch import LaunchOptions, ServerProcess
-from ktwizard.deploy.records import Deployment, forget
+from ktwizard.deploy.launch import LaunchOptions, ServerProcess, clean_up
+from ktwizard.deploy.records import Deployment
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Plan
 from ktwizard.units import human
@@ -307,5 +307,4 @@ def _remove(proc: ServerProcess, opts: LaunchOptions, deployment: Deployment, ou
     if opts.keep_on_failure:
         print(f"kept {opts.name} for inspection (ktwizard stop {opts.name})", file=out)
     else:
-        proc.remove()
-        forget(deployment.name)
+        print(clean_up(proc, deployment), file=out)

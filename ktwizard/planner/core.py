@@ -140,9 +140,10 @@ def plan(
     goals: Goals,
     hints: SglangHints | None = None,
     recipe: Recipe | None = None,
-    suggestions: bool = True,
+    trial: bool = False,
 ) -> Plan:
-    """The plan; `suggestions=False` skips the search for changes that fit (the search's own trials use it)."""
+    """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
+    nested search is made for it."""
     _validate(goals, spec)
     gpus = _gpus(host, goals, spec)
     hints = hints or SglangHints()
@@ -196,6 +197,8 @@ def plan(
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
         binding=f"GPU {fit.gpu}, {fit.phase}" if fit.phase else "",
     )
+    if trial:
+        return result
     from ktwizard.planner.forecast import forecast
 
     result = replace(result, forecast=forecast(host, spec, choice.method, gpu_experts, tp, gpus[0].name, 0, 1))
@@ -203,11 +206,11 @@ def plan(
         from ktwizard.planner.layers import place_layers
 
         result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
-    if not result.fits and suggestions:
+    if not result.fits:
         from ktwizard.planner.fit import suggest
 
-        trial = lambda g: plan(host, spec, g, hints, recipe, suggestions=False)  # noqa: E731 - no nested searches
-        result = replace(result, suggestions=tuple(suggest(host, spec, goals, trial)))
+        replan = lambda g: plan(host, spec, g, hints, recipe, trial=True)  # noqa: E731
+        result = replace(result, suggestions=tuple(suggest(host, spec, goals, replan)))
     return result
 
 

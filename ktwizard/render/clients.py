@@ -12,9 +12,14 @@ from ktwizard.render.quote import comment, python_literal, shell_line, yaml_flow
 COPILOT_KIMI_KEYS = ("kimi-k2.6", "kimi-k2.7-code")
 
 
+def server_url(bind: str, port: int) -> str:
+    """Where this machine reaches a server listening on `bind` (every interface is reached on loopback)."""
+    host = "127.0.0.1" if bind in ("0.0.0.0", "::") else bind
+    return f"http://{host}:{port}"
+
+
 def _base(plan: Plan, host: str | None) -> str:
-    h = host or ("127.0.0.1" if plan.goals.bind in ("0.0.0.0", "::") else plan.goals.bind)
-    return f"http://{h}:{plan.goals.port}"
+    return f"http://{host}:{plan.goals.port}" if host else server_url(plan.goals.bind, plan.goals.port)
 
 
 def copilot_entry(plan: Plan, host: str | None = None) -> tuple[dict, list[str]]:

@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO, free_port, run_cli
 
 GiB = 2**30
+STANDIN = str(REPO / "tests" / "standin")
 PLAN = ["--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", "163840", "--concurrency", "2"]
 
 
@@ -40,28 +41,27 @@ def standin_memory(plan: dict, extra_layer_gib: float = 0.0) -> list[str]:
     return [arg for k, v in env.items() for arg in ("--env", f"{k}={v}")]
 
 
+def native(checkpoint, name: str, *extra: str, env: dict[str, str] | None = None, port: int | None = None):
+    """`ktwizard launch --native --detach` of the plan under test, as a user runs it."""
+    port = port or free_port()
+    args = ["launch", *PLAN, "--native", "--weights", str(checkpoint), "--name", name, "--port", str(port), "--detach"]
+    return run_cli(*args, *extra, env=env or {"PYTHONPATH": STANDIN}, timeout=120)
+
+
 def launch(checkpoint, tmp_path, name: str, *extra: str) -> tuple:
     plan = planned(checkpoint)
     plan["flags_by_name"] = {f["name"]: f["value"] for f in plan["flags"]}
     nvml = tmp_path / "nvml"
     nvml.mkdir()
     port = free_port()
-    out = run_cli(
-        "launch",
-        *PLAN,
-        "--native",
-        "--weights",
-        str(checkpoint),
-        "--name",
+    out = native(
+        checkpoint,
         name,
-        "--port",
-        str(port),
-        "--detach",
         "--env",
         f"STANDIN_NVML_DIR={nvml}",
         *extra,
-        env={"PYTHONPATH": str(REPO / "tests" / "standin"), "KTWIZARD_NVML_ROOT": str(nvml)},
-        timeout=120,
+        env={"PYTHONPATH": STANDIN, "KTWIZARD_NVML_ROOT": str(nvml)},
+        port=port,
     )
     return out, plan, port
 
@@ -139,25 +139,7 @@ def test_a_server_that_dies_on_the_first_long_prompt_fails_the_launch(checkpoint
 @pytest.mark.parametrize("extra, reason", [(["--gpus", "none"], "no GPU was given"), (["--no-peak-check"], None)])
 def test_peak_check_skips_or_is_skipped(checkpoint, tmp_path, state_home, extra, reason):
     name = f"ktw-peak-skip-{time.monotonic_ns() % 10**8}"
-    port = free_port()
-    env = {"PYTHONPATH": str(REPO / "tests" / "standin")}
-    env.pop("KTWIZARD_NVML_ROOT", None)
-    out = run_cli(
-        "launch",
-        *PLAN,
-        "--native",
-        "--weights",
-        str(checkpoint),
-        "--name",
-        name,
-        "--port",
-        str(port),
-        "--detach",
-        "--env",
-        "STANDIN_STEP_S=0.05",
-        *extra,
-        env=env,
-    )
+    out = native(checkpoint, name, "--env", "STANDIN_STEP_S=0.05", *extra)
     try:
         assert out.returncode == 0, out.stderr
         if reason:
@@ -178,37 +160,12 @@ def test_native_launch_refuses_an_unpatched_sglang_kt(checkpoint, tmp_path, stat
     moe.mkdir(parents=True)
     (site / "sglang" / "__init__.py").write_text("")
     (moe / "kt_ep_wrapper.py").write_text((ORACLES / "kt_ep_wrapper-0.7.2-restore_raw_attrs.py.txt").read_text())
-    out = run_cli(
-        "launch",
-        *PLAN,
-        "--native",
-        "--weights",
-        str(checkpoint),
-        "--name",
-        "ktw-unpatched",
-        "--detach",
-        "--port",
-        str(free_port()),
-        env={"PYTHONPATH": str(site)},
-    )
+    out = native(checkpoint, "ktw-unpatched", env={"PYTHONPATH": str(site)})
     assert out.returncode == 1 and "crashes on RAWINT4 layerwise prefill" in out.stderr
     assert "-m ktwizard.deploy.patches" in out.stderr and "--no-layerwise-prefill" in out.stderr
     assert not (state_home / "ktwizard/deployments/ktw-unpatched.json").exists()
     # with layerwise prefill off there is nothing to refuse (the server then fails for its own reason: no launch_server)
-    out = run_cli(
-        "launch",
-        *PLAN,
-        "--no-layerwise-prefill",
-        "--native",
-        "--weights",
-        str(checkpoint),
-        "--name",
-        "ktw-unpatched",
-        "--detach",
-        "--port",
-        str(free_port()),
-        "--timeout",
-        "20",
-        env={"PYTHONPATH": str(site)},
+    out = native(
+        checkpoint, "ktw-unpatched", "--no-layerwise-prefill", "--timeout", "20", env={"PYTHONPATH": str(site)}
     )
     assert "crashes on RAWINT4" not in out.stderr
