@@ -78,3 +78,12 @@ def checkpoint(tmp_path_factory) -> Path:
 def state_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     return tmp_path / "state"
+
+
+@pytest.fixture(scope="session")
+def router_image(docker_client) -> str:
+    """The real sglang-router package in a locally built image."""
+    sys.path.insert(0, str(TESTS / "standin"))
+    from image import router_image as build
+
+    return build(docker_client)

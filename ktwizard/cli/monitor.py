@@ -40,9 +40,52 @@ def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
     return url, container
 
 
+def _fleet_record(name: str):
+    from ktwizard.fleet import records
+    from ktwizard.fleet.plan import check_fleet_name
+
+    rec = records.load(check_fleet_name(name))
+    if rec is None:
+        raise BadInput(f"--fleet {name}: no such fleet (ktwizard fleet launch records the fleets it starts)")
+    return rec
+
+
+def cmd_monitor_fleet(args: argparse.Namespace) -> int:
+    from ktwizard.monitor.fleet import FleetMonitor, fleet_text
+
+    rec = _fleet_record(args.fleet)
+    if args.once:
+        from ktwizard.serial import dump_json
+
+        mon = FleetMonitor(rec, gpus=not args.no_gpu)
+        mon.sample()
+        time.sleep(args.interval)
+        sample = mon.sample()
+        sys.stdout.write(dump_json(sample) if args.json else fleet_text(sample))
+        if sample.degraded:
+            print(
+                f"ktwizard: error: fleet {rec.name} is degraded: "
+                + "; ".join(a.text for a in sample.alerts if a.severity == "error"),
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    if not sys.stdout.isatty():
+        raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
+    from ktwizard.tui.fleet_app import FleetApp
+
+    app = FleetApp(rec, interval=args.interval, gpus=not args.no_gpu)
+    app.run()
+    return app.return_code or 0
+
+
 def cmd_monitor(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise BadInput("--json prints one sample: use it with --once (the live dashboard is for a terminal)")
+    if args.fleet:
+        if args.url or args.container:
+            raise BadInput("--fleet watches a whole fleet: give it alone, without --url or --container")
+        return cmd_monitor_fleet(args)
     url, container = resolve_target(args)
     if args.once:
         from ktwizard.monitor.session import Monitor
@@ -102,6 +145,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo = sub.add_parser("monitor", help="live memory and throughput of a running server")
     mo.add_argument("--url", type=url(), help="the server's base URL, such as http://127.0.0.1:30000")
     mo.add_argument("--container", metavar="NAME", help="a ktwizard container (its URL comes from its labels)")
+    mo.add_argument("--fleet", metavar="NAME", help="a fleet ktwizard launched: one pane per replica and the router")
     mo.add_argument(
         "--interval", type=seconds("--interval", 0.1, 3600), default=1.0, metavar="S", help="seconds between samples"
     )

@@ -64,14 +64,16 @@ def method(flag: str = "--method") -> Callable[[str], str]:
     return typed(parse, flag)
 
 
-def add_plan_inputs(pr: argparse.ArgumentParser) -> None:
+def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
     src.add_argument("--model", metavar="DIR", help="a local checkpoint folder (config.json + safetensors)")
     pr.add_argument(
         "--host",
         metavar="FILE|NAME",
-        help="a saved profile, a bundled host name or a hand-written spec (default: this machine)",
+        action="append" if many_hosts else "store",
+        help="a saved profile, a bundled host name or a hand-written spec (default: this machine)"
+        + ("; once per machine of the fleet (the same one twice: two machines of that class)" if many_hosts else ""),
     )
     pr.add_argument(
         "--context",

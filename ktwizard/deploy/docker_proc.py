@@ -99,7 +99,7 @@ def create_kwargs(spec: ContainerSpec, opts: LaunchOptions) -> dict:
         "ipc_mode": "host",
         "cap_add": ["SYS_NICE"],
         "ulimits": [docker.types.Ulimit(name="memlock", soft=memlock, hard=memlock)],
-        "labels": spec.labels,
+        "labels": {**opts.labels, **spec.labels},
         "restart_policy": {"Name": "no"},
         "detach": True,
     }

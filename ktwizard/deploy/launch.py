@@ -32,6 +32,7 @@ class LaunchOptions:
     memory: str | None = None
     python: str = "python3"
     native: bool = False  # run python -m sglang.launch_server here instead of a container
+    labels: dict[str, str] = field(default_factory=dict)  # more container labels (a fleet marks its replicas)
 
 
 class ServerProcess(Protocol):

@@ -258,18 +258,13 @@ class ServerSampler:
     def sample(self) -> ServerSample:
         import httpx
 
+        from ktwizard.monitor.fetch import TooLarge, get_capped
+
         try:
-            # streamed and capped: a hostile or broken server cannot make the monitor read without end
-            with self.http.stream("GET", f"{self.url}/metrics") as resp:
-                status = resp.status_code
-                body = bytearray()
-                for chunk in resp.iter_bytes():
-                    body += chunk
-                    if len(body) > MAX_METRICS:
-                        self._reset()
-                        return ServerSample(
-                            up=False, error=f"{self.url}/metrics sent more than {MAX_METRICS >> 20} MiB"
-                        )
+            status, body = get_capped(self.http, f"{self.url}/metrics", MAX_METRICS)
+        except TooLarge as exc:
+            self._reset()
+            return ServerSample(up=False, error=str(exc))
         except httpx.HTTPError as exc:
             self._reset()
             return ServerSample(up=False, error=f"{self.url}/metrics unreachable ({exc.__class__.__name__})")

@@ -88,11 +88,9 @@ def docker_text(plan: Plan) -> str:
     return " \\\n  ".join(parts) + "\n"
 
 
-def compose_text(plan: Plan) -> str:
-    from ktwizard.serial import dump_yaml
-
-    c = container_spec(plan)
-    service = {
+def compose_service(c: ContainerSpec) -> dict:
+    """One compose service for a container spec: the same options as `docker run` and the SDK launch."""
+    service: dict = {
         "image": c.image,
         "container_name": c.name,
         "command": list(c.command),
@@ -113,4 +111,10 @@ def compose_text(plan: Plan) -> str:
                 }
             }
         }
-    return dump_yaml({"services": {"sglang": service}})
+    return service
+
+
+def compose_text(plan: Plan) -> str:
+    from ktwizard.serial import dump_yaml
+
+    return dump_yaml({"services": {"sglang": compose_service(container_spec(plan))}})

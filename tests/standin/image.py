@@ -125,6 +125,67 @@ def standin_image(client) -> str:
     return tag
 
 
+ROUTER_REPO = "ktwizard-test/sglang-router"
+
+
+def _router_packages() -> list[Path]:
+    """The site-packages entries that `python -m sglang_router.launch_router` imports, found by importing it."""
+    code = (
+        "import sys, json; before = set(sys.modules); import sglang_router.launch_router; "
+        "print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
+    )
+    import json
+
+    names = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    site = Path(sysconfig.get_paths()["purelib"])
+    out = []
+    for name in names:
+        for cand in (site / name, *site.glob(f"{name}.*.so"), *site.glob(f"{name}*.py"), site / f"{name}.libs"):
+            if cand.exists():
+                out.append(cand)
+    for extra in ("typing_extensions.py",):  # imported lazily by pydantic
+        if (site / extra).exists():
+            out.append(site / extra)
+    return sorted(set(out))
+
+
+def router_image(client) -> str:
+    """The real sglang-router package in an image (for `fleet launch --router docker`), without a registry."""
+    pkgs = _router_packages()
+    base = base_image(client)
+    tag = f"{ROUTER_REPO}:{_digest(*pkgs)}-{base.split(':')[1]}"
+    try:
+        client.images.get(tag)
+        return tag
+    except Exception:  # noqa: BLE001
+        pass
+    libs: set[str] = set()
+    for pkg in pkgs:
+        for so in [pkg] if pkg.is_file() else pkg.rglob("*.so*"):
+            if so.suffix == ".so" or ".so." in so.name:
+                libs |= _ldd(str(so))
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = Path(tmp) / "ctx.tar"
+        with tarfile.open(ctx, "w") as tar:
+            dockerfile = (
+                f"FROM {base}\nCOPY site /opt/router\nCOPY libs /\nENV PYTHONPATH=/opt/router\n"
+                'LABEL io.ktwizard.test="router"\nCMD ["python3", "-m", "sglang_router.launch_router", "--help"]\n'
+            ).encode()
+            info = tarfile.TarInfo("Dockerfile")
+            info.size = len(dockerfile)
+            tar.addfile(info, io.BytesIO(dockerfile))
+            for pkg in pkgs:
+                tar.add(pkg, arcname=f"site/{pkg.name}", filter=lambda t: None if "__pycache__" in t.name else t)
+            for lib in sorted(libs):
+                tar.add(os.path.realpath(lib), arcname="libs" + lib)
+            empty = tarfile.TarInfo("libs/tmp")
+            empty.type = tarfile.DIRTYPE
+            tar.addfile(empty)
+        with open(ctx, "rb") as fh:
+            client.images.build(fileobj=fh, custom_context=True, tag=tag, rm=True)
+    return tag
+
+
 if __name__ == "__main__":
     import docker
 

@@ -17,6 +17,7 @@ from ktwizard.models.presets import get_preset
 
 PLAN = ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355"]
 LAUNCH = ["launch", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--gpus", "none"]
+FLEET = ["fleet", "plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355"]
 KIMI = get_preset("kimi-k2.7-code").config
 
 
@@ -225,6 +226,27 @@ CASES: list[tuple[list[str], int]] = [
     (["image"], 2),
     (["doctor", "--root", "/no/such/root"], 2),
     *[(["doctor", "--port", v], 2) for v in ("0", "70000", "x")],
+    # --- fleet ---
+    *[(FLEET + ["--replicas-per-host", v], 2) for v in ("0", "x", "-1", "99", "3", "")],
+    *[(FLEET + ["--router-policy", v], 2) for v in ("fastest", "", "ROUND_ROBIN")],
+    *[(FLEET + ["--format", "k8s", "--k8s-nodes", v], 2) for v in ("noequals", "x=", "x=Node_A", "x=a b")],
+    *[(FLEET + ["--name", v], 2) for v in ("../x", "a b", "-x", "x" * 60)],
+    *[(FLEET + ["--router-metrics-port", v], 2) for v in ("0", "70000", "x")],
+    (FLEET + ["--host", "{tmp}/host-nan.yaml"], 2),
+    (["fleet", "plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--host",
+      "8x-l40-46gb", "--format", "compose"], 2),
+    (FLEET + ["--context", "262144", "--concurrency", "8"], 3),
+    (["fleet", "launch", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--host",
+      "8x-l40-46gb", "--gpus", "none"], 2),
+    (["fleet", "launch", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--replicas", "2"], 2),
+    *[(["fleet", "launch", "--plan", "{tmp}/" + f], 2) for f in PLAN_FILES],
+    (["fleet", "launch", "--plan", "/dev/zero"], 2),
+    *[(["fleet", "launch"] + FLEET[2:] + ["--replicas", v], 2) for v in ("0", "x", "100")],
+    *[(["fleet", cmd, v], 2) for cmd in ("stop", "status") for v in ("../../etc/passwd", "a b", "nope")],
+    (["fleet"], 2),
+    (["monitor", "--fleet", "nope", "--once"], 2),
+    (["monitor", "--fleet", "../x", "--once"], 2),
+    (["monitor", "--fleet", "nope", "--url", "http://127.0.0.1:9", "--once"], 2),
     # --- the command line itself ---
     (["--no-such-option"], 2),
     (["frobnicate"], 2),

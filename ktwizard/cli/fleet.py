@@ -1,0 +1,278 @@
+"""fleet plan | launch | stop | status: KT replicas behind the real sglang-router."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ktwizard.errors import EXIT_NO_FIT, BadInput, KtwizardError
+
+FORMATS = ("table", "json", "yaml", "compose", "k8s")
+
+
+def _per_machine(text: str) -> str | int:
+    if text == "auto":
+        return "auto"
+    from ktwizard.inputs import parse_count
+
+    return parse_count(text, "--replicas-per-host", 1, 16)
+
+
+def _nodes(items: list[str] | None) -> dict[str, list[str]]:
+    """--k8s-nodes CLASS=node-a,node-b (repeatable): the Kubernetes nodes a host class stands for."""
+    from ktwizard.fleet.k8s import slug
+
+    out: dict[str, list[str]] = {}
+    for item in items or ():
+        ref, _, names = item.partition("=")
+        nodes = [n.strip() for n in names.split(",") if n.strip()]
+        if not ref or not nodes or any(slug(n, 253) != n for n in nodes):
+            raise BadInput(f"--k8s-nodes {item!r}: give HOST=node-a,node-b with Kubernetes node names")
+        out[ref] = nodes
+    return out
+
+
+def make_fleet(args: argparse.Namespace):
+    from ktwizard.fleet.plan import fleet_plan
+    from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
+    from ktwizard.planner.core import plan
+
+    if getattr(args, "plan", None):
+        from pathlib import Path
+
+        from ktwizard.fleet.plan import FleetPlan
+        from ktwizard.serial import read_structured
+
+        return FleetPlan.load(read_structured(Path(args.plan)), args.plan)
+    model = resolve_model(args.preset, args.model)
+    goals = goals_from_args(args)
+    refs = args.host or [None]
+    if len(refs) > 64:
+        raise BadInput(f"{len(refs)} --host options: a fleet plan takes at most 64")
+    loaded: dict[str | None, object] = {}
+    hosts = []
+    for ref in refs:
+        if ref not in loaded:
+            loaded[ref] = resolve_host(ref, args.weights)
+        host = loaded[ref]
+        hosts.append((ref or getattr(host, "hostname", "") or "this-machine", host))
+
+    def plan_for(host, g):
+        return plan(host, model.spec, g, model.hints, model.recipe)
+
+    return fleet_plan(
+        hosts,  # type: ignore[arg-type]
+        model.spec,
+        goals,
+        plan_for,
+        per_machine=args.replicas_per_host,
+        policy=args.router_policy,
+        name=args.name,
+        metrics_port=args.router_metrics_port,
+    )
+
+
+def cmd_fleet_plan(args: argparse.Namespace) -> int:
+    from ktwizard.cli.guard import emit
+
+    fleet = make_fleet(args)
+    if args.format == "table":
+        from ktwizard.fleet.table import fleet_table
+
+        text = fleet_table(fleet)
+    elif args.format == "json":
+        from ktwizard.serial import dump_json
+
+        text = dump_json(fleet)
+    elif args.format == "yaml":
+        from ktwizard.serial import dump_yaml
+
+        text = dump_yaml(fleet)
+    elif args.format == "compose":
+        from ktwizard.fleet.compose import compose_fleet_text
+
+        text = compose_fleet_text(fleet, args.router_image, args.image, monitoring=args.with_monitoring)
+    else:
+        from ktwizard.fleet.k8s import k8s_text
+
+        text = k8s_text(
+            fleet,
+            image=args.image,
+            router_image=args.router_image,
+            weights_claim=args.weights_claim,
+            nodes=_nodes(args.k8s_nodes),
+        )
+    emit(text, args.out)
+    if not fleet.fits:
+        if args.format != "table":
+            print(f"ktwizard: the fleet does not fit: {'; '.join(fleet.overflows)}", file=sys.stderr)
+        return EXIT_NO_FIT
+    return 0
+
+
+def cmd_fleet_launch(args: argparse.Namespace) -> int:
+    from ktwizard.fleet.launch import FleetOptions, launch_fleet, serve_attached
+    from ktwizard.fleet.plan import with_replicas
+    from ktwizard.inputs import parse_env
+
+    fleet = make_fleet(args)
+    if args.replicas:
+        fleet = with_replicas(fleet, args.replicas, gpus=args.gpus != "none")
+    if len(fleet.machines) > 1:
+        raise BadInput(
+            f"fleet launch starts replicas on this machine's engine and this fleet spans {len(fleet.machines)} "
+            "machines: launch each machine's part there (fleet plan --host THAT), or deploy with --format k8s"
+        )
+    if args.port:
+        fleet = with_replicas(fleet, len(fleet.replicas), gpus=args.gpus != "none", port=args.port)
+    opts = FleetOptions(
+        image=args.image,
+        gpus=None if args.gpus == "none" else "plan",
+        router=args.router,
+        router_image=args.router_image,
+        bind=args.bind or fleet.bind,
+        detach=args.detach,
+        yes=args.yes,
+        timeout_s=args.timeout,
+        python=args.python,
+        memory=args.memory,
+        env=tuple(parse_env(args.env).items()),
+    )
+    if opts.bind not in ("127.0.0.1", "::1", "localhost"):
+        print(
+            f"warning: the router will listen on {opts.bind}:{fleet.router_port} with no API key: anyone who reaches "
+            "it can use every replica; keep it behind a firewall or an SSH tunnel",
+            file=sys.stderr,
+        )
+    rec = launch_fleet(fleet, opts)
+    from dataclasses import replace
+
+    from ktwizard.render.clients import clients_text
+
+    first = fleet.replicas[0].plan
+    print(
+        clients_text(replace(first, goals=replace(first.goals, port=fleet.router_port, bind=opts.bind))),
+        file=sys.stderr,
+    )
+    if not args.detach:
+        print("serving; Ctrl-C stops the fleet (launch with --detach to leave it running)", file=sys.stderr)
+        serve_attached(rec)
+    return 0
+
+
+def cmd_fleet_stop(args: argparse.Namespace) -> int:
+    from ktwizard.fleet.launch import stop_fleet
+    from ktwizard.fleet.plan import check_fleet_name
+
+    stop_fleet(check_fleet_name(args.name))
+    return 0
+
+
+def cmd_fleet_status(args: argparse.Namespace) -> int:
+    from ktwizard.fleet import records
+    from ktwizard.fleet.plan import check_fleet_name
+    from ktwizard.fleet.status import fleet_status, status_text
+
+    rec = records.load(check_fleet_name(args.name))
+    if rec is None:
+        raise BadInput(f"no fleet named {args.name} (ktwizard fleet launch records the fleets it starts)")
+    st = fleet_status(rec)
+    if args.json:
+        from ktwizard.serial import dump_json
+
+        sys.stdout.write(dump_json(st))
+    else:
+        sys.stdout.write(status_text(st))
+    if not st.healthy:
+        raise KtwizardError(
+            f"fleet {st.name} is degraded: "
+            + (
+                "the router is down"
+                if not st.router_up
+                else ", ".join(f"{r.name} {r.state}" for r in st.replicas if not (r.healthy and r.routed))
+                or "the router is not ready"
+            )
+        )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ktwizard.cli.guard import Parser
+    from ktwizard.cli.options import add_plan_inputs, count, port, seconds, typed
+    from ktwizard.fleet.plan import POLICIES
+    from ktwizard.fleet.router import DEFAULT_ROUTER_IMAGE
+
+    fl = sub.add_parser("fleet", help="KT replicas behind sglang-router: plan, launch, stop, status")
+    fs = fl.add_subparsers(dest="fleet_command", parser_class=Parser, required=True)
+
+    def inputs(p: argparse.ArgumentParser) -> None:
+        add_plan_inputs(p, many_hosts=True)
+        p.add_argument(
+            "--replicas-per-host",
+            type=typed(lambda t, f: _per_machine(t), "--replicas-per-host"),
+            default="auto",
+            metavar="auto|N",
+            help="auto: one replica per machine or one per NUMA node, by the plans' numbers (default auto)",
+        )
+        p.add_argument("--router-policy", default="cache_aware", choices=POLICIES, help="sglang-router's policy")
+        p.add_argument("--router-image", default=DEFAULT_ROUTER_IMAGE, metavar="IMG", help="image with sglang-router")
+        p.add_argument("--name", help="fleet name (default ktwizard-fleet-MODEL)")
+        p.add_argument(
+            "--router-metrics-port",
+            type=port("--router-metrics-port"),
+            default=29000,
+            metavar="P",
+            help="the router's Prometheus port (default 29000)",
+        )
+
+    pp = fs.add_parser("plan", help="plan every replica and the router; render as table, json, compose or k8s")
+    inputs(pp)
+    pp.add_argument("--format", default="table", choices=FORMATS)
+    pp.add_argument("--out", metavar="FILE", help="write the rendering to FILE (atomically)")
+    pp.add_argument("--weights-claim", metavar="PVC", help="k8s: the PersistentVolumeClaim holding the weights")
+    pp.add_argument(
+        "--k8s-nodes", action="append", metavar="HOST=NODES", help="k8s: the nodes a --host stands for (repeatable)"
+    )
+    pp.add_argument(
+        "--with-monitoring", action="store_true", help="compose: add Prometheus and Grafana, provisioned for the fleet"
+    )
+    pp.set_defaults(func=cmd_fleet_plan)
+
+    la = fs.add_parser("launch", help="start the replicas and the router on this machine and wait for all")
+    inputs(la)
+    la.set_defaults(port=None, bind=None)
+    la.add_argument("--plan", metavar="FILE", help="a saved fleet plan (fleet plan --format json)")
+    la.add_argument(
+        "--replicas",
+        type=count("--replicas", 1, 64),
+        metavar="N",
+        help="run N copies of the first replica's plan on this machine",
+    )
+    la.add_argument(
+        "--router",
+        choices=("native", "docker"),
+        default="native",
+        help="native: the sglang-router package as a local process; docker: a container (default native)",
+    )
+    la.add_argument("--detach", action="store_true", help="return once the fleet is ready")
+    la.add_argument("--yes", action="store_true", help="replace existing ktwizard containers of the same names")
+    la.add_argument(
+        "--timeout",
+        type=seconds("--timeout", 1.0, 86400.0),
+        default=3600.0,
+        metavar="S",
+        help="give up on a replica not ready after S seconds (default 3600)",
+    )
+    la.add_argument("--env", action="append", metavar="K=V", help="extra environment for the replicas")
+    la.add_argument("--memory", metavar="LIMIT", help="memory limit of each replica's container, such as 700g")
+    la.add_argument("--python", default="python3", help="the Python inside the image")
+    la.set_defaults(func=cmd_fleet_launch)
+
+    st = fs.add_parser("stop", help="remove everything the fleet started (replicas, router, record)")
+    st.add_argument("name")
+    st.set_defaults(func=cmd_fleet_stop)
+
+    ss = fs.add_parser("status", help="the router and every replica now; exit 1 when degraded")
+    ss.add_argument("name")
+    ss.add_argument("--json", action="store_true")
+    ss.set_defaults(func=cmd_fleet_status)

@@ -1,0 +1,334 @@
+"""Kubernetes manifests for a fleet: per host class (and NUMA slot) a Deployment pinned to the nodes it was planned
+for, the router as a Deployment that finds the workers by label, its Service with the Prometheus port annotated,
+and, where the whole model fits on GPUs across nodes, SGLang's own multi-node launch as a LeaderWorkerSet."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+
+from ktwizard.fleet.plan import FleetPlan, MultiNode, Replica
+from ktwizard.fleet.router import DEFAULT_ROUTER_IMAGE, ROUTER_MODULE, discovery_args
+from ktwizard.planner.types import Plan
+from ktwizard.render.args import argv, container_argv, container_paths
+from ktwizard.render.docker import DEFAULT_IMAGE
+
+GROUP = "ktwizard.io"
+HOST_CLASS = f"{GROUP}/host-class"  # the node label that marks a host class when no node names are given
+START_UP_S = 3600  # a 600 GB checkpoint loads for tens of minutes
+DIST_PORT = 20000
+
+
+def slug(text: str, limit: int = 40) -> str:
+    """A DNS-1123 label piece: lowercase letters, digits and '-'."""
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-") or "x"
+
+
+def _labels(fleet: FleetPlan, role: str, workload: str | None = None) -> dict[str, str]:
+    out = {
+        f"{GROUP}/fleet": slug(fleet.name, 63),
+        f"{GROUP}/role": role,
+        "app.kubernetes.io/managed-by": "ktwizard",
+        "app.kubernetes.io/part-of": slug(fleet.name, 63),
+    }
+    if workload:
+        out[f"{GROUP}/workload"] = workload
+    return out
+
+
+def _volumes(plan: Plan, weights_claim: str | None) -> tuple[list[dict], list[dict]]:
+    """Volumes and mounts: the weights (a claim the user names, else host paths) and a memory-backed /dev/shm."""
+    vols: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+    mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    paths = container_paths(plan)
+    if weights_claim:
+        vols.append({"name": "weights", "persistentVolumeClaim": {"claimName": weights_claim, "readOnly": True}})
+        for inside in paths.values():  # the claim holds each folder under its own name
+            root, _, sub = inside.strip("/").partition("/")
+            mounts.append({"name": "weights", "mountPath": inside, "subPath": sub, "readOnly": True})
+    else:
+        for i, (host, inside) in enumerate(paths.items()):
+            name = f"weights-{i}"
+            vols.append({"name": name, "hostPath": {"path": host, "type": "Directory"}})
+            mounts.append({"name": name, "mountPath": inside, "readOnly": True})
+    return vols, mounts
+
+
+def _probe(path: str, port: int, failures: int) -> dict:
+    return {
+        "httpGet": {"path": path, "port": port},
+        "periodSeconds": 10,
+        "timeoutSeconds": 5,
+        "failureThreshold": failures,
+    }
+
+
+def _memory_request(plan: Plan) -> str:
+    """The host RAM the replica's budget holds, so the scheduler only places it where it fits."""
+    used = sum(b.used for b in plan.host_budgets)
+    return f"{max(1, math.ceil(used / 2**30))}Gi"
+
+
+def _worker_container(plan: Plan, image: str, port: int, mounts: list[dict]) -> dict:
+    return {
+        "name": "sglang",
+        "image": image,
+        "command": ["python3", "-m", "sglang.launch_server"],
+        "args": container_argv(plan, port),
+        "env": [{"name": e.name, "value": e.value} for e in plan.env],
+        "ports": [{"name": "http", "containerPort": port}],
+        "resources": {
+            "limits": {"nvidia.com/gpu": plan.tp},
+            "requests": {"memory": _memory_request(plan)},
+        },
+        "securityContext": {"capabilities": {"add": ["SYS_NICE"]}},
+        "volumeMounts": mounts,
+        "startupProbe": _probe("/health", port, START_UP_S // 10),
+        "readinessProbe": _probe("/health", port, 3),
+    }
+
+
+def _placement(workload: str, nodes: list[str] | None, host_class: str) -> dict:
+    """Only on the nodes planned for (by name, or by the host-class label), one pod of the workload per node."""
+    match = (
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
+        if nodes
+        else {"key": HOST_CLASS, "operator": "In", "values": [host_class]}
+    )
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [match]}]}
+        },
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {f"{GROUP}/workload": workload}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        },
+    }
+
+
+def _worker_deployment(
+    fleet: FleetPlan, rep: Replica, count: int, image: str, weights_claim: str | None, nodes: list[str] | None
+) -> dict:
+    host_class = slug(rep.machine.ref)
+    workload = slug(f"{fleet.name}-{host_class}" + (f"-numa{rep.node}" if rep.node is not None else ""), 63)
+    labels = _labels(fleet, "worker", workload)
+    vols, mounts = _volumes(rep.plan, weights_claim)
+    port = fleet.router_port  # every pod has its own address: one worker port for the router's discovery
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": workload, "labels": labels, "annotations": {f"{GROUP}/plan": rep.plan.digest}},
+        "spec": {
+            "replicas": count,
+            "selector": {"matchLabels": {f"{GROUP}/workload": workload}},
+            "strategy": {"type": "Recreate"},  # a second copy of the weights never fits beside the first
+            "template": {
+                "metadata": {"labels": labels, "annotations": {f"{GROUP}/plan": rep.plan.digest}},
+                "spec": {
+                    "affinity": _placement(workload, nodes, host_class),
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "terminationGracePeriodSeconds": 60,
+                    "containers": [_worker_container(rep.plan, image, port, mounts)],
+                    "volumes": vols,
+                },
+            },
+        },
+    }
+
+
+def _router(fleet: FleetPlan, image: str) -> list[dict]:
+    name = slug(f"{fleet.name}-router", 63)
+    labels = _labels(fleet, "router")
+    selector = {f"{GROUP}/fleet": slug(fleet.name, 63), f"{GROUP}/role": "worker"}
+    http, metrics = fleet.router_port, fleet.metrics_port
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "labels": labels}},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name, "labels": labels},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": name, "labels": labels},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {f"{GROUP}/fleet": labels[f"{GROUP}/fleet"], f"{GROUP}/role": "router"}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": name,
+                        "containers": [
+                            {
+                                "name": "router",
+                                "image": image,
+                                "command": ["python3", "-m", ROUTER_MODULE],
+                                "args": discovery_args(fleet, selector, fleet.router_port),
+                                "env": [
+                                    {
+                                        "name": "POD_NAMESPACE",
+                                        "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+                                    }
+                                ],
+                                "ports": [
+                                    {"name": "http", "containerPort": http},
+                                    {"name": "metrics", "containerPort": metrics},
+                                ],
+                                "readinessProbe": _probe("/readiness", http, 3),
+                                "livenessProbe": _probe("/liveness", http, 6),
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": name,
+                "labels": labels,
+                "annotations": {
+                    "prometheus.io/scrape": "true",
+                    "prometheus.io/port": str(metrics),
+                    "prometheus.io/path": "/metrics",
+                },
+            },
+            "spec": {
+                "selector": {f"{GROUP}/fleet": labels[f"{GROUP}/fleet"], f"{GROUP}/role": "router"},
+                "ports": [
+                    {"name": "http", "port": http, "targetPort": http},
+                    {"name": "metrics", "port": metrics, "targetPort": metrics},
+                ],
+            },
+        },
+    ]
+
+
+def _lws_args(plan: Plan, port: int) -> list[str]:
+    """The plan's flags for plain SGLang across nodes: no KT flags, tensor parallel over every node's GPUs."""
+    drop = ("--host", "--port", "--tensor-parallel-size")
+    kept = replace(plan, flags=tuple(f for f in plan.flags if not f.name.startswith("--kt-") and f.name not in drop))
+    paths = container_paths(kept)
+    overrides = {f.name: paths[f.value] for f in kept.flags if isinstance(f.value, str) and f.value in paths}
+    return [
+        *argv(kept, overrides),
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(port),
+        "--tensor-parallel-size",
+        str(plan.tp),
+        "--nnodes",
+        "$(LWS_GROUP_SIZE)",
+        "--node-rank",
+        "$(LWS_WORKER_INDEX)",
+        "--dist-init-addr",
+        f"$(LWS_LEADER_ADDRESS):{DIST_PORT}",
+    ]
+
+
+def _lws(fleet: FleetPlan, m: MultiNode, machines: int, image: str, weights_claim: str | None) -> list[dict]:
+    name = slug(f"{fleet.name}-{m.ref}-gpu-only", 50)
+    labels = _labels(fleet, "multinode", name)
+    vols, mounts = _volumes(m.plan, weights_claim)
+    port = fleet.router_port
+    container = {
+        "name": "sglang",
+        "image": image,
+        "command": ["python3", "-m", "sglang.launch_server"],
+        "args": _lws_args(m.plan, port),
+        "resources": {"limits": {"nvidia.com/gpu": m.gpus_per_node}},
+        "securityContext": {"capabilities": {"add": ["SYS_NICE"]}},
+        "volumeMounts": mounts,
+    }
+    leader = {**container, "ports": [{"name": "http", "containerPort": port}]}
+    leader["startupProbe"] = _probe("/health", port, START_UP_S // 10)
+    leader["readinessProbe"] = _probe("/health", port, 3)
+
+    def pod(c: dict) -> dict:
+        return {"metadata": {"labels": labels}, "spec": {"containers": [c], "volumes": vols}}
+
+    return [
+        {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": name, "labels": labels, "annotations": {f"{GROUP}/verdict": m.verdict}},
+            "spec": {
+                "replicas": max(1, machines // m.nodes),
+                "leaderWorkerTemplate": {
+                    "size": m.nodes,
+                    "restartPolicy": "RecreateGroupOnPodRestart",
+                    "leaderTemplate": pod(leader),
+                    "workerTemplate": pod(container),
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": f"{name}-leader", "labels": labels},
+            "spec": {
+                "selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
+                "ports": [{"name": "http", "port": port, "targetPort": port}],
+            },
+        },
+    ]
+
+
+def k8s_documents(
+    fleet: FleetPlan,
+    image: str | None = None,
+    router_image: str = DEFAULT_ROUTER_IMAGE,
+    weights_claim: str | None = None,
+    nodes: dict[str, list[str]] | None = None,
+) -> list[dict]:
+    """`nodes`: host class (the --host given) -> the Kubernetes node names it stands for."""
+    docs: list[dict] = []
+    machines: dict[str, int] = {}
+    for machine in fleet.machines:
+        machines[machine.ref] = machines.get(machine.ref, 0) + 1
+    seen: set[tuple[str, int | None]] = set()
+    for rep in fleet.replicas:
+        key = (rep.machine.ref, rep.node)
+        if key in seen:
+            continue
+        seen.add(key)
+        named = (nodes or {}).get(rep.machine.ref)
+        count = len(named) if named else machines[rep.machine.ref]
+        img = image or rep.plan.image or DEFAULT_IMAGE
+        docs.append(_worker_deployment(fleet, rep, count, img, weights_claim, named))
+    docs += _router(fleet, router_image)
+    for m in fleet.multinode:
+        img = image or m.plan.image or DEFAULT_IMAGE
+        docs += _lws(fleet, m, machines.get(m.ref, 0), img, weights_claim)
+    return docs
+
+
+def k8s_text(fleet: FleetPlan, **kw: object) -> str:
+    from ktwizard.render.quote import comment
+    from ktwizard.serial import dump_yaml
+
+    docs = k8s_documents(fleet, **kw)  # type: ignore[arg-type]
+    head = [
+        f"# ktwizard fleet {comment(fleet.name)}: {comment(fleet.model.id)} behind sglang-router ({fleet.policy})",
+        "# Without node names (--k8s-nodes), label the planned nodes: kubectl label node NODE "
+        f"{HOST_CLASS}=<class> (classes: {comment(', '.join(sorted({slug(m.ref) for m in fleet.machines})))})",
+    ]
+    for m in fleet.multinode:
+        head.append("# " + comment(m.verdict, 400))
+    return "\n".join(head) + "\n" + "---\n".join(dump_yaml(d) for d in docs)

@@ -1,0 +1,191 @@
+"""fleet launch and stop on this machine's engine: replicas as labelled containers, then the router in front.
+
+Any failure removes everything the launch started; `stop` removes everything the fleet started and nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from ktwizard.deploy.launch import ServerProcess, clean_up
+from ktwizard.deploy.records import Deployment
+from ktwizard.errors import BadInput, KtwizardError
+from ktwizard.fleet import records
+from ktwizard.fleet.compose import FLEET_LABEL, replica_name
+from ktwizard.fleet.plan import FleetPlan
+from ktwizard.fleet.records import FleetRecord, ReplicaRecord
+from ktwizard.fleet.routers import DockerRouter, NativeRouter, RouterProcess, wait_ready
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    image: str | None = None
+    gpus: str | None = "plan"  # "plan": each replica's planned GPUs; None: request none
+    router: str = "native"  # native | docker
+    router_image: str = "sglang-router:local"
+    bind: str = "127.0.0.1"  # where the router listens; the replicas stay on loopback
+    detach: bool = False
+    yes: bool = False
+    timeout_s: float = 3600.0
+    python: str = "python3"
+    memory: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+
+
+class Started:
+    """What a launch has started so far, removed in reverse order when anything fails."""
+
+    def __init__(self) -> None:
+        self.replicas: list[tuple[ServerProcess, Deployment]] = []
+        self.router: RouterProcess | None = None
+
+    def remove_all(self) -> str:
+        left = []
+        if self.router is not None:
+            try:
+                self.router.remove()
+            except Exception as exc:  # noqa: BLE001 - say what is left, never stop half-way
+                left.append(f"the router ({exc.__class__.__name__})")
+        for proc, dep in reversed(self.replicas):
+            said = clean_up(proc, dep)
+            if "could not" in said:
+                left.append(dep.name)
+        gone = len(self.replicas) + (self.router is not None) - len(left)
+        return f"removed {gone} started part(s)" + (f"; left: {', '.join(left)}" if left else "")
+
+
+def launch_fleet(fleet: FleetPlan, opts: FleetOptions, out: TextIO = sys.stderr) -> FleetRecord:
+    from ktwizard.deploy.launch import follow_startup
+    from ktwizard.deploy.runners import launch_options, start
+
+    if not fleet.fits:
+        from ktwizard.errors import EXIT_NO_FIT
+
+        raise KtwizardError("the fleet plan does not fit: " + "; ".join(fleet.overflows), EXIT_NO_FIT)
+    from ktwizard.host.ports import check_port
+
+    check_port(opts.bind, fleet.router_port)
+    check_port("127.0.0.1", fleet.metrics_port)
+    started = Started()
+    try:
+        procs = []
+        for r in fleet.replicas:  # all start loading at once; followed one by one below
+            ro = launch_options(
+                r.plan,
+                name=replica_name(fleet, r.name),
+                port=r.port,
+                bind="127.0.0.1",
+                image=opts.image,
+                gpus=opts.gpus,
+                detach=True,
+                yes=opts.yes,
+                timeout_s=opts.timeout_s,
+                python=opts.python,
+                memory=opts.memory,
+                env=dict(opts.env),
+                labels={FLEET_LABEL: fleet.name},
+            )
+            proc = start(r.plan, ro, out=out)
+            started.replicas.append((proc, proc.deployment()))
+            procs.append((r, ro, proc))
+        for r, ro, proc in procs:
+            print(f"{r.name} ({r.plan.host}, port {r.port}):", file=out, flush=True)
+            follow_startup(proc, r.plan, ro, out=out)
+        workers = [dep.url for _, dep in started.replicas]
+        if opts.router == "docker":
+            from ktwizard.deploy.engine import connect
+
+            started.router = DockerRouter(fleet, workers, opts.bind, opts.router_image, connect())
+        else:
+            from ktwizard.deploy.records import state_dir
+
+            started.router = NativeRouter(fleet, workers, opts.bind, state_dir().parent / "logs")
+        rec = FleetRecord(
+            name=fleet.name,
+            model=fleet.model.id,
+            policy=fleet.policy,
+            router=started.router.record(),
+            replicas=tuple(
+                ReplicaRecord(dep.name, dep.url, r.plan.host)
+                for r, (_, dep) in zip(fleet.replicas, started.replicas, strict=True)
+            ),
+        )
+        wait_ready(started.router, rec.router.url, len(workers))
+        records.save(rec)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {started.remove_all()}", file=out)
+        raise
+    except BaseException as exc:
+        if not started.replicas:  # nothing was created: the error as it is
+            raise
+        said = started.remove_all()
+        message = exc.message if isinstance(exc, KtwizardError) else f"{exc.__class__.__name__}: {exc}"
+        code = exc.exit_code if isinstance(exc, KtwizardError) else 1
+        raise KtwizardError(f"{message}; {said}", code) from None
+    print(
+        f"fleet {fleet.name}: {len(workers)} replica(s) behind sglang-router ({fleet.policy}) at {rec.router.url}/v1; "
+        f"router metrics {rec.router.metrics_url}/metrics; ktwizard monitor --fleet {fleet.name}; "
+        f"ktwizard fleet stop {fleet.name}",
+        file=out,
+    )
+    return rec
+
+
+def stop_fleet(name: str, out: TextIO = sys.stderr) -> list[str]:
+    """Remove the router, every replica and the record; also any container labelled with this fleet."""
+    rec = records.load(name)
+    removed: list[str] = []
+    if rec is not None and rec.router.kind == "native" and rec.router.pid:
+        from ktwizard.deploy.native_proc import stop_group
+
+        stop_group(rec.router.pid, grace=10.0)
+        removed.append("router (process)")
+    client = _engine_if_needed(rec)
+    if client is not None:
+        for c in client.containers.list(all=True, filters={"label": [f"{FLEET_LABEL}={name}"]}):
+            c.remove(force=True)
+            removed.append(c.name)
+    from ktwizard.deploy import records as deployments
+
+    for r in rec.replicas if rec else ():
+        deployments.forget(r.name)
+    if rec is None and not removed:
+        raise BadInput(f"no fleet named {name} (ktwizard fleet status lists what a record names)")
+    records.forget(name)
+    print(f"stopped fleet {name}: removed {', '.join(removed) or 'its record'}", file=out)
+    return removed
+
+
+def _engine_if_needed(rec: FleetRecord | None) -> Any:
+    """The engine; when the record says nothing ran in Docker and the engine is down, none is needed."""
+    from ktwizard.deploy.engine import connect
+
+    try:
+        return connect()
+    except KtwizardError:
+        if rec is not None and rec.router.kind == "native" and not rec.replicas:
+            return None
+        raise
+
+
+def serve_attached(rec: FleetRecord, out: TextIO = sys.stdout, poll_s: float = 1.0) -> None:
+    """Without --detach: report replicas that go down or come back until Ctrl-C, then stop the fleet."""
+    from ktwizard.fleet.status import fleet_status
+
+    last: dict[str, bool] = {}
+    try:
+        while True:
+            st = fleet_status(rec)
+            for w in st.replicas:
+                if last.get(w.name, True) != w.healthy:
+                    print(f"{w.name}: {'healthy again' if w.healthy else 'DOWN: ' + w.state}", file=out, flush=True)
+                last[w.name] = w.healthy
+            if not st.router_up:
+                stop_fleet(rec.name)
+                raise KtwizardError(f"the router of {rec.name} exited; stopped the fleet")
+            time.sleep(poll_s)
+    except KeyboardInterrupt:
+        stop_fleet(rec.name)

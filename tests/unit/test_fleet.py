@@ -1,0 +1,277 @@
+"""Fleet plans and their renderings: per-NUMA replicas against a hand-written half machine, the auto choice's
+reasons, every Kubernetes manifest validated (kubernetes-validate; the LeaderWorkerSet against its CRD schema), the
+compose file parsed and cross-checked, the router's flags against the real sglang-router parser."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import replace
+
+import pytest
+import yaml
+from conftest import ORACLES, run_cli
+
+from ktwizard.errors import BadInput, KtwizardError
+from ktwizard.fleet.compose import compose_fleet
+from ktwizard.fleet.k8s import k8s_documents
+from ktwizard.fleet.plan import FleetPlan, fleet_plan, numa_slices, with_replicas
+from ktwizard.host.spec import host_from_spec, load_host
+from ktwizard.inputs import resolve_model
+from ktwizard.planner.core import plan
+from ktwizard.planner.types import Goals
+from ktwizard.serial import dump_json
+
+XEON = "xeon-2s-amx-4x4090-48gb"
+RTX = "rtx-pro-6000-epyc-9355"
+AMX = ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16"]
+
+
+def make(model_id: str):
+    m = resolve_model(model_id, None)
+
+    def plan_for(host, goals):
+        return plan(host, m.spec, goals, m.hints, m.recipe)
+
+    return m, plan_for
+
+
+def fleet(model_id: str, refs: list[str], per: str | int = "auto", **goals) -> FleetPlan:
+    m, plan_for = make(model_id)
+    hosts = [(r, load_host(r)) for r in refs]
+    return fleet_plan(hosts, m.spec, Goals(**goals), plan_for, per_machine=per)
+
+
+def test_numa_slices_give_each_node_its_cpus_and_gpus():
+    host = load_host(XEON)
+    slices, how = numa_slices(host)
+    assert [n for n, _ in slices] == [0, 1]
+    for node, sub in slices:
+        node_cpus = set(next(n.cpus for n in host.numa_nodes if n.id == node))
+        assert set(sub.cpu.usable_cpus) == node_cpus
+        # the spec lists 4 GPUs and 2 nodes without affinity: two per node in index order
+        assert [g.index for g in sub.visible_gpus] == ([0, 1] if node == 0 else [2, 3])
+    assert "index order" in how
+    assert numa_slices(load_host(RTX))[0] == []
+
+
+def test_a_per_numa_replica_plans_like_a_hand_written_half_machine():
+    """The oracle: one socket of the Xeon host written by hand (56 cores, 512 GiB, two of the GPUs)."""
+    f = fleet("qwen3-235b-a22b", [XEON], per=2, context=32768)
+    half = host_from_spec(
+        {
+            "gpus": [{"name": "NVIDIA GeForce RTX 4090 48GB", "memory_gib": 48, "compute_capability": "8.9",
+                      "count": 2}],
+            "cpu": {"model": "Intel Xeon Platinum 8480+", "vendor": "GenuineIntel", "sockets": 1,
+                    "cores_per_socket": 56, "threads_per_core": 2, "flags": AMX},
+            "memory_gib": 512,
+        },
+        "half",
+    )
+    _, plan_for = make("qwen3-235b-a22b")
+    alone = plan_for(half, Goals(context=32768))
+    assert len(f.replicas) == 2
+    for r in f.replicas:
+        for name in ("--kt-cpuinfer", "--kt-threadpool-count", "--kt-num-gpu-experts", "--max-total-tokens",
+                     "--tensor-parallel-size", "--mem-fraction-static"):
+            assert r.plan.flag(name) == alone.flag(name), name
+    # 56 physical cores less the reserve min(8, max(2, 56 // 4)) = 8
+    assert f.replicas[0].plan.flag("--kt-cpuinfer") == 48
+    assert f.replicas[0].plan.gpus == (0, 1) and f.replicas[1].plan.gpus == (2, 3)
+    assert f.replicas[1].plan.flag("--kt-numa-nodes") == ("1",)  # pools bound to the second node
+    assert f.replicas[0].plan.flag("--kt-numa-nodes") is None
+
+
+def test_auto_keeps_one_replica_when_a_node_cannot_hold_the_experts():
+    f = fleet("kimi-k2.7-code", [XEON], context=65536)
+    assert [c.per_machine for c in f.choices] == [1]
+    assert "does not fit" in f.choices[0].why
+    # cross-check: the node's own plan really is over (a hand-written one-socket half with 512 GiB)
+    _, plan_for = make("kimi-k2.7-code")
+    slices, _ = numa_slices(load_host(XEON))
+    assert not plan_for(slices[0][1], Goals(context=65536)).fits
+
+
+def test_auto_compares_at_equal_streams_and_says_so():
+    f = fleet("glm-4.5-air", [XEON], context=32768, concurrency=2)
+    why = f.choices[0].why
+    assert "2 replicas of 2 stream(s)" in why and "with 4 streams" in why
+
+
+def test_one_numa_node_means_one_replica_and_asking_for_more_is_refused():
+    f = fleet("kimi-k2.7-code", [RTX, RTX], context=65536)
+    assert len(f.replicas) == 2 and {r.machine.index for r in f.replicas} == {0, 1}
+    assert "one NUMA node" in f.choices[0].why
+    with pytest.raises(BadInput):
+        fleet("kimi-k2.7-code", [RTX], per=2)
+
+
+def test_ports_router_first_then_one_per_replica_in_the_flags():
+    f = fleet("kimi-k2.7-code", [RTX, RTX, XEON], context=65536, port=31000)
+    assert f.router_port == 31000
+    assert [r.port for r in f.replicas] == [31001, 31002, 31003]
+    assert [r.plan.flag("--port") for r in f.replicas] == [31001, 31002, 31003]
+
+
+def test_copies_on_one_machine_never_share_gpus():
+    f = fleet("kimi-k2.7-code", [RTX], context=65536)
+    with pytest.raises(BadInput):
+        with_replicas(f, 2)
+    two = with_replicas(f, 2, gpus=False, port=32000)
+    assert [r.port for r in two.replicas] == [32001, 32002]
+
+
+def test_fleet_plan_round_trips_and_other_schemas_are_refused():
+    f = fleet("kimi-k2.7-code", [RTX], context=65536)
+    back = FleetPlan.load(json.loads(dump_json(f)), "f.json")
+    assert back == f
+    data = json.loads(dump_json(f))
+    data["schema"] = 99
+    with pytest.raises(BadInput, match="schema"):
+        FleetPlan.load(data, "f.json")
+    data = json.loads(dump_json(f))
+    data["replicas"][0]["plan"]["schema"] = 1
+    with pytest.raises(BadInput, match="schema 1"):
+        FleetPlan.load(data, "f.json")
+
+
+def test_explicit_split_over_the_machines_ram_does_not_fit():
+    """Two nodes' replicas together over the machine's RAM: exit 3 (each alone fits its node)."""
+    m, plan_for = make("qwen3-235b-a22b")
+    host = load_host(XEON)
+    tight = replace(host, memory=replace(host.memory, cgroup_limit=600 * 2**30))
+    with pytest.raises(KtwizardError) as err:
+        fleet_plan([("tight", tight)], m.spec, Goals(context=32768), plan_for, per_machine=2)
+    assert err.value.exit_code == 3
+
+
+# ---- Kubernetes ----
+
+
+def _validate(doc: dict) -> None:
+    import jsonschema
+    import kubernetes_validate
+
+    if doc["kind"] == "LeaderWorkerSet":
+        with gzip.open(ORACLES / "lws-v1-openapi.json.gz", "rt") as fh:
+            jsonschema.validate(doc, json.load(fh))
+    else:
+        kubernetes_validate.validate(doc, "1.30", strict=True)
+
+
+@pytest.fixture(scope="module")
+def k8s_docs():
+    f = fleet("kimi-k2.7-code", [XEON, RTX, RTX], context=65536, weights="/models/Kimi-K2.7-Code")
+    return f, k8s_documents(f, weights_claim="kimi-weights", nodes={RTX: ["gpu-a", "gpu-b"]})
+
+
+def test_every_manifest_validates(k8s_docs):
+    _, docs = k8s_docs
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds.count("Deployment") == 3 and "Service" in kinds and "Role" in kinds
+    assert "LeaderWorkerSet" in kinds
+    for d in docs:
+        _validate(d)
+
+
+def test_workers_are_pinned_sized_and_probed(k8s_docs):
+    f, docs = k8s_docs
+    workers = [d for d in docs if d["kind"] == "Deployment" and d["metadata"]["labels"]["ktwizard.io/role"] == "worker"]
+    by_class = {d["metadata"]["name"]: d for d in workers}
+    rtx = next(d for n, d in by_class.items() if "rtx" in n)
+    assert rtx["spec"]["replicas"] == 2  # two named nodes
+    pod = rtx["spec"]["template"]["spec"]
+    term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert term["matchExpressions"][0] == {"key": "kubernetes.io/hostname", "operator": "In",
+                                           "values": ["gpu-a", "gpu-b"]}
+    c = pod["containers"][0]
+    rep = next(r for r in f.replicas if r.machine.ref == RTX)
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == rep.plan.tp
+    assert c["readinessProbe"]["httpGet"]["path"] == "/health"
+    assert c["startupProbe"]["failureThreshold"] * c["startupProbe"]["periodSeconds"] >= 3600
+    assert "SYS_NICE" in c["securityContext"]["capabilities"]["add"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory"}} in pod["volumes"]
+    assert any(v.get("persistentVolumeClaim", {}).get("claimName") == "kimi-weights" for v in pod["volumes"])
+    args = c["args"]
+    assert args[args.index("--host") + 1] == "0.0.0.0"
+    xeon = next(d for n, d in by_class.items() if "xeon" in n)
+    match = xeon["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    assert "ktwizard.io/host-class" in json.dumps(match)  # no node names given: the class label
+
+
+def test_the_router_discovers_exactly_the_worker_pods(k8s_docs):
+    f, docs = k8s_docs
+    router = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["labels"]["ktwizard.io/role"] == "router")
+    c = router["spec"]["template"]["spec"]["containers"][0]
+    args = c["args"]
+    assert "--service-discovery" in args
+    selector = dict(s.split("=") for s in args[args.index("--selector") + 1 : args.index("--service-discovery-port")])
+    for d in docs:
+        if d["kind"] == "Deployment" and d["metadata"]["labels"]["ktwizard.io/role"] == "worker":
+            labels = d["spec"]["template"]["metadata"]["labels"]
+            assert selector.items() <= labels.items()
+            port = d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+            assert int(args[args.index("--service-discovery-port") + 1]) == port
+    service = next(d for d in docs if d["kind"] == "Service" and "router" in d["metadata"]["name"])
+    metrics = next(p["containerPort"] for p in c["ports"] if p["name"] == "metrics")
+    assert service["metadata"]["annotations"]["prometheus.io/port"] == str(metrics)
+    role = next(d for d in docs if d["kind"] == "Role")
+    assert role["rules"][0]["resources"] == ["pods"] and "watch" in role["rules"][0]["verbs"]
+
+
+def test_router_flags_parse_with_the_real_router():
+    pytest.importorskip("sglang_router")
+    from sglang_router.launch_router import parse_router_args
+
+    from ktwizard.fleet.router import discovery_args, router_args
+
+    f = fleet("kimi-k2.7-code", [RTX], context=65536)
+    a = parse_router_args(router_args(f, ["http://127.0.0.1:30001"], "127.0.0.1"))
+    assert a.worker_urls == ["http://127.0.0.1:30001"] and a.port == f.router_port
+    assert a.prometheus_port == f.metrics_port and a.health_check_interval_secs == 5
+    b = parse_router_args(discovery_args(f, {"ktwizard.io/fleet": "x"}, 30000))
+    assert b.service_discovery and b.service_discovery_port == 30000
+
+
+def test_the_gpu_only_launch_keeps_no_kt_flag_and_spans_the_nodes(k8s_docs):
+    _, docs = k8s_docs
+    lws = [d for d in docs if d["kind"] == "LeaderWorkerSet"]
+    for d in lws:
+        tpl = d["spec"]["leaderWorkerTemplate"]
+        args = tpl["leaderTemplate"]["spec"]["containers"][0]["args"]
+        assert not any(a.startswith("--kt-") for a in args)
+        tp = int(args[args.index("--tensor-parallel-size") + 1])
+        gpus = tpl["workerTemplate"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+        assert tp == tpl["size"] * gpus
+        assert "$(LWS_LEADER_ADDRESS)" in args[args.index("--dist-init-addr") + 1]
+
+
+# ---- compose ----
+
+
+def test_compose_has_a_service_per_replica_and_the_router_in_front():
+    f = with_replicas(fleet("kimi-k2.7-code", [RTX], context=65536, weights="/models/K"), 2, gpus=False)
+    doc = yaml.safe_load(yaml.safe_dump(compose_fleet(f)))
+    services = doc["services"]
+    assert set(services) == {"r0", "r1", "router"}
+    cmd = services["router"]["command"]
+    urls = cmd[cmd.index("--worker-urls") + 1 : cmd.index("--policy")]
+    for r in f.replicas:
+        assert f"http://{r.name}:{r.port}" in urls
+        s = services[r.name]
+        assert s["ports"] == [f"127.0.0.1:{r.port}:{r.port}"]
+        assert s["labels"]["io.ktwizard.fleet"] == f.name and s["labels"]["io.ktwizard.managed"] == "true"
+        assert "/health" in " ".join(s["healthcheck"]["test"])
+        assert services["router"]["depends_on"][r.name] == {"condition": "service_healthy"}
+    assert services["router"]["ports"][0].startswith("127.0.0.1:")
+
+
+def test_cli_renders_every_format():
+    for fmt in ("table", "json", "yaml", "compose", "k8s"):
+        out = run_cli("fleet", "plan", "--preset", "kimi-k2.7-code", "--host", RTX, "--context", "64k",
+                      "--format", fmt)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip()
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    for d in docs:
+        _validate(d)
