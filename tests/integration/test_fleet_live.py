@@ -58,7 +58,9 @@ def chat(port: int) -> dict:
 
 def generated(url: str) -> float:
     text = httpx.get(f"{url}/metrics", timeout=5).text
-    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith("sglang:generation_tokens_total"))
+    return sum(
+        float(line.split()[-1]) for line in text.splitlines() if line.startswith("sglang:generation_tokens_total")
+    )
 
 
 def test_two_replicas_behind_the_router_then_one_dies(docker_client, standin_image, checkpoint, state_home):

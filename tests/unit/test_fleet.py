@@ -60,10 +60,17 @@ def test_a_per_numa_replica_plans_like_a_hand_written_half_machine():
     f = fleet("qwen3-235b-a22b", [XEON], per=2, context=32768)
     half = host_from_spec(
         {
-            "gpus": [{"name": "NVIDIA GeForce RTX 4090 48GB", "memory_gib": 48, "compute_capability": "8.9",
-                      "count": 2}],
-            "cpu": {"model": "Intel Xeon Platinum 8480+", "vendor": "GenuineIntel", "sockets": 1,
-                    "cores_per_socket": 56, "threads_per_core": 2, "flags": AMX},
+            "gpus": [
+                {"name": "NVIDIA GeForce RTX 4090 48GB", "memory_gib": 48, "compute_capability": "8.9", "count": 2}
+            ],
+            "cpu": {
+                "model": "Intel Xeon Platinum 8480+",
+                "vendor": "GenuineIntel",
+                "sockets": 1,
+                "cores_per_socket": 56,
+                "threads_per_core": 2,
+                "flags": AMX,
+            },
             "memory_gib": 512,
         },
         "half",
@@ -72,8 +79,14 @@ def test_a_per_numa_replica_plans_like_a_hand_written_half_machine():
     alone = plan_for(half, Goals(context=32768))
     assert len(f.replicas) == 2
     for r in f.replicas:
-        for name in ("--kt-cpuinfer", "--kt-threadpool-count", "--kt-num-gpu-experts", "--max-total-tokens",
-                     "--tensor-parallel-size", "--mem-fraction-static"):
+        for name in (
+            "--kt-cpuinfer",
+            "--kt-threadpool-count",
+            "--kt-num-gpu-experts",
+            "--max-total-tokens",
+            "--tensor-parallel-size",
+            "--mem-fraction-static",
+        ):
             assert r.plan.flag(name) == alone.flag(name), name
     # 56 physical cores less the reserve min(8, max(2, 56 // 4)) = 8
     assert f.replicas[0].plan.flag("--kt-cpuinfer") == 48
@@ -182,8 +195,11 @@ def test_workers_are_pinned_sized_and_probed(k8s_docs):
     assert rtx["spec"]["replicas"] == 2  # two named nodes
     pod = rtx["spec"]["template"]["spec"]
     term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
-    assert term["matchExpressions"][0] == {"key": "kubernetes.io/hostname", "operator": "In",
-                                           "values": ["gpu-a", "gpu-b"]}
+    assert term["matchExpressions"][0] == {
+        "key": "kubernetes.io/hostname",
+        "operator": "In",
+        "values": ["gpu-a", "gpu-b"],
+    }
     c = pod["containers"][0]
     rep = next(r for r in f.replicas if r.machine.ref == RTX)
     assert c["resources"]["limits"]["nvidia.com/gpu"] == rep.plan.tp
@@ -201,7 +217,9 @@ def test_workers_are_pinned_sized_and_probed(k8s_docs):
 
 def test_the_router_discovers_exactly_the_worker_pods(k8s_docs):
     f, docs = k8s_docs
-    router = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["labels"]["ktwizard.io/role"] == "router")
+    router = next(
+        d for d in docs if d["kind"] == "Deployment" and d["metadata"]["labels"]["ktwizard.io/role"] == "router"
+    )
     c = router["spec"]["template"]["spec"]["containers"][0]
     args = c["args"]
     assert "--service-discovery" in args
@@ -268,8 +286,7 @@ def test_compose_has_a_service_per_replica_and_the_router_in_front():
 
 def test_cli_renders_every_format():
     for fmt in ("table", "json", "yaml", "compose", "k8s"):
-        out = run_cli("fleet", "plan", "--preset", "kimi-k2.7-code", "--host", RTX, "--context", "64k",
-                      "--format", fmt)
+        out = run_cli("fleet", "plan", "--preset", "kimi-k2.7-code", "--host", RTX, "--context", "64k", "--format", fmt)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip()
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]
