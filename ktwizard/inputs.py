@@ -240,3 +240,13 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         chat_template=given("chat_template", base.chat_template),
         served_name=given("served_name", base.served_name),
     )
+
+
+def is_loopback(address: str) -> bool:
+    """Only this machine can reach it (the default bind); anything else gets a warning about keys."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address == "localhost"

@@ -10,7 +10,7 @@ from importlib import import_module
 from ktwizard.cli.guard import Parser, guard
 
 # One module per command group; adding a subcommand is its module plus one name here.
-GROUPS = ("probe", "presets", "plan", "deploy", "fleet", "monitor", "bench", "image", "doctor")
+GROUPS = ("probe", "presets", "plan", "deploy", "fleet", "monitor", "exporter", "grafana", "bench", "image", "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:

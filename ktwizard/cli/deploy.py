@@ -47,7 +47,9 @@ def cmd_launch(args: argparse.Namespace) -> int:
         python=args.python,
         native=args.native,
     )
-    if not _loopback(opts.bind):
+    from ktwizard.inputs import is_loopback
+
+    if not is_loopback(opts.bind):
         print(
             f"warning: the server will listen on {opts.bind}:{opts.port} with no API key: anyone who reaches it can "
             "use it; keep it behind a firewall or an SSH tunnel",
@@ -55,10 +57,11 @@ def cmd_launch(args: argparse.Namespace) -> int:
         )
     proc = start(plan, opts)
     deployment, _ = follow_startup(proc, plan, opts)
+    _keep(deployment.name, "plan", plan)
     if not args.no_peak_check:
         from ktwizard.deploy.peak import run_peak_check
 
-        run_peak_check(plan, proc, deployment, opts, tokens=args.peak_check_tokens)
+        _keep(deployment.name, "peak", run_peak_check(plan, proc, deployment, opts, tokens=args.peak_check_tokens))
     print(
         f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
         f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
@@ -75,13 +78,15 @@ def cmd_launch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _loopback(address: str) -> bool:
-    import ipaddress
+def _keep(name: str, kind: str, value: object) -> None:
+    """Keep the plan and the peak report beside the record (the exporter reads them); a failure only warns."""
+    from ktwizard.deploy.records import save_extra
+    from ktwizard.serial import dump_json
 
     try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return address == "localhost"
+        save_extra(name, kind, dump_json(value))
+    except OSError as exc:
+        print(f"warning: could not keep the {kind} of {name} ({exc.strerror or exc})", file=sys.stderr)
 
 
 def cmd_stop(args: argparse.Namespace) -> int:

@@ -138,7 +138,9 @@ def cmd_fleet_launch(args: argparse.Namespace) -> int:
         memory=args.memory,
         env=tuple(parse_env(args.env).items()),
     )
-    if opts.bind not in ("127.0.0.1", "::1", "localhost"):
+    from ktwizard.inputs import is_loopback
+
+    if not is_loopback(opts.bind):
         print(
             f"warning: the router will listen on {opts.bind}:{fleet.router_port} with no API key: anyone who reaches "
             "it can use every replica; keep it behind a firewall or an SSH tunnel",

@@ -18,6 +18,7 @@ def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
         rec = records.load(container)
         if rec:
             url = rec.url
+            container = container if rec.kind == "docker" else None  # a native server has no container to watch
         else:
             from ktwizard.deploy.engine import connect, find_managed
 
@@ -70,7 +71,7 @@ def cmd_monitor_fleet(args: argparse.Namespace) -> int:
             )
             return 1
         return 0
-    if not sys.stdout.isatty():
+    if not _terminal():
         raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
     from ktwizard.tui.fleet_app import FleetApp
 
@@ -79,9 +80,51 @@ def cmd_monitor_fleet(args: argparse.Namespace) -> int:
     return app.return_code or 0
 
 
+def _terminal() -> bool:
+    from ktwizard.tui.web import served_by_web
+
+    return sys.stdout.isatty() or served_by_web()
+
+
+def cmd_monitor_web(args: argparse.Namespace) -> int:
+    """--web: the same dashboard through textual-serve, one process per browser tab."""
+    from ktwizard.host.ports import check_port
+    from ktwizard.inputs import is_loopback
+    from ktwizard.tui.web import make_server, monitor_command, new_token
+
+    if args.once:
+        raise BadInput("--web serves the live dashboard: leave out --once")
+    if args.fleet:
+        _fleet_record(args.fleet)
+        target = ["--fleet", args.fleet]
+    else:
+        url, container = resolve_target(args)
+        target = (["--url", url] if url else []) + (["--container", container] if container else [])
+    target += ["--interval", str(args.interval)] + (["--no-gpu"] if args.no_gpu else [])
+    check_port(args.bind, args.web_port)
+    token = None if is_loopback(args.bind) else new_token()
+    server = make_server(monitor_command(target), args.bind, args.web_port, token, args.web_sessions)
+    shown = "127.0.0.1" if args.bind in ("0.0.0.0", "::") else args.bind
+    print(f"dashboard at http://{shown}:{args.web_port}/" + (f"?token={token}" if token else ""), file=sys.stderr)
+    print(
+        f"each browser tab runs its own dashboard process (at most {args.web_sessions} at once); Ctrl-C stops serving",
+        file=sys.stderr,
+    )
+    if token:
+        print(
+            f"warning: listening on {args.bind}: anyone with this URL can watch and stop the server; keep the token "
+            "private and the port behind a firewall",
+            file=sys.stderr,
+        )
+    server.serve()
+    return 0
+
+
 def cmd_monitor(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise BadInput("--json prints one sample: use it with --once (the live dashboard is for a terminal)")
+    if args.web:
+        return cmd_monitor_web(args)
     if args.fleet:
         if args.url or args.container:
             raise BadInput("--fleet watches a whole fleet: give it alone, without --url or --container")
@@ -107,7 +150,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             print(f"ktwizard: error: {why}", file=sys.stderr)
             return 1
         return 0
-    if not sys.stdout.isatty():
+    if not _terminal():
         raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
     from ktwizard.tui.monitor_app import MonitorApp
 
@@ -140,7 +183,7 @@ def _text(s) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import seconds, url
+    from ktwizard.cli.options import count, port, seconds, url
 
     mo = sub.add_parser("monitor", help="live memory and throughput of a running server")
     mo.add_argument("--url", type=url(), help="the server's base URL, such as http://127.0.0.1:30000")
@@ -152,4 +195,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo.add_argument("--once", action="store_true", help="print one combined sample and exit")
     mo.add_argument("--json", action="store_true", help="with --once: the sample as JSON")
     mo.add_argument("--no-gpu", action="store_true", help="do not poll NVML")
+    mo.add_argument("--web", action="store_true", help="serve the dashboard to browsers (textual-serve)")
+    mo.add_argument("--web-port", type=port("--web-port"), default=8765, metavar="P", help="web port (default 8765)")
+    mo.add_argument("--bind", default="127.0.0.1", help="with --web: address to listen on (default 127.0.0.1)")
+    mo.add_argument(
+        "--web-sessions",
+        type=count("--web-sessions", 1, 64),
+        default=4,
+        metavar="N",
+        help="with --web: most browser tabs at once, each its own process (default 4)",
+    )
     mo.set_defaults(func=cmd_monitor)

@@ -22,12 +22,12 @@ from typing import NoReturn, Protocol, TextIO
 from ktwizard.deploy.launch import LaunchOptions, ServerProcess, clean_up
 from ktwizard.deploy.records import Deployment
 from ktwizard.errors import KtwizardError
+from ktwizard.host.nvml import NVML_ROOT_ENV
 from ktwizard.planner.types import Plan
 from ktwizard.units import human
 
 SAMPLE_EVERY_S = 0.02
 REQUEST_TIMEOUT_S = 1800.0  # a 16k-token prefill through CPU experts can take minutes; never forever
-NVML_ROOT_ENV = "KTWIZARD_NVML_ROOT"  # read NVML from a recorded root instead (replays, and the stand-in's tests)
 
 
 class GpuMemory(Protocol):

@@ -6,6 +6,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ktwizard.serial import dump_json, from_data, read_structured, write_atomic
 
@@ -45,7 +46,30 @@ def load(name: str) -> Deployment | None:
     return from_data(Deployment, read_structured(path)) if path.exists() else None
 
 
+EXTRAS = ("plan", "peak")  # what a launch keeps beside the record: the plan it ran, the peak check's report
+
+
+def _extra(name: str, kind: str) -> Path:
+    return state_dir() / f"{check(name)}.{kind}.json"
+
+
+def check(name: str) -> str:
+    from ktwizard.render.docker import check_name
+
+    return check_name(name)
+
+
+def save_extra(name: str, kind: str, text: str) -> None:
+    write_atomic(_extra(name, kind), text)
+
+
+def load_extra(name: str, kind: str) -> Any:
+    """The saved plan or peak report of a deployment as data; None when there is none."""
+    path = _extra(name, kind)
+    return read_structured(path) if path.exists() else None
+
+
 def forget(name: str) -> None:
-    path = _path(name)
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):  # no record (or no state folder): nothing to do
-        path.unlink()
+    for path in (_path(name), *(_extra(name, k) for k in EXTRAS)):
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):  # nothing there: nothing to do
+            path.unlink()

@@ -2,8 +2,8 @@
 
 Both sources produce the same snapshot shape: {driver, cuda_driver, nvml, devices: [{index, name, uuid, pci,
 mem_v1: {total, used, free}, mem_v2: {total, used, free, reserved} | None, cc, pcie_gen, pcie_width,
-power_limit_mw, numa_node | numa_node_error, procs: [{pid, used, name}]}]}. Failures are values too:
-{"error": "..."} instead of raising.
+power_limit_mw, numa_node | numa_node_error, procs: [{pid, used, name}], util_gpu (optional, percent)}]}.
+Failures are values too: {"error": "..."} instead of raising.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import json
 from typing import Any, Protocol
 
 from ktwizard.host.root import Root
+
+NVML_ROOT_ENV = "KTWIZARD_NVML_ROOT"  # read NVML from a recorded root instead (replays, and the stand-in's tests)
 
 
 class NvmlSource(Protocol):

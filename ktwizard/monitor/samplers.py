@@ -30,9 +30,16 @@ class GpuSampler:
     """NVML, initialised once; handles are kept so a round is a few microseconds per GPU."""
 
     def __init__(self, server_pids: Callable[[], set[int]] = set) -> None:
+        import os
+
+        from ktwizard.host.nvml import NVML_ROOT_ENV
+
         self.server_pids = server_pids  # the monitored server's processes, marked in the process list
         self.error: str | None = None
         self.handles: list[Any] = []
+        self.recorded = os.environ.get(NVML_ROOT_ENV)  # a recorded nvml.json, re-read every sample (replays)
+        if self.recorded:
+            return
         try:
             import pynvml
 
@@ -51,6 +58,8 @@ class GpuSampler:
         return {"gpus": gpus, "gpu_error": error}
 
     def sample(self, server_pids: frozenset[int] | set[int] = frozenset()) -> tuple[tuple[GpuSample, ...], str | None]:
+        if self.recorded:
+            return _replayed(self.recorded, server_pids)
         if self.error:
             return (), self.error
         n = self.nvml
@@ -83,6 +92,41 @@ class GpuSampler:
                 )
             )
         return tuple(out), None
+
+
+def _replayed(root: str, server_pids: frozenset[int] | set[int]) -> tuple[tuple[GpuSample, ...], str | None]:
+    """GPU samples from a recorded nvml.json (host.nvml's snapshot shape); a broken file is an error value."""
+    from ktwizard.host.nvml import RecordedNvml
+    from ktwizard.host.root import Root
+
+    snap = RecordedNvml(Root(root)).snapshot()
+    if "error" in snap:
+        return (), str(snap["error"])
+    out = []
+    try:
+        for d in snap.get("devices") or []:
+            mem = d.get("mem_v2") or d["mem_v1"]
+            out.append(
+                GpuSample(
+                    index=int(d["index"]),
+                    name=str(d.get("name", "")),
+                    total=int(mem["total"]),
+                    used=int(mem["used"]),
+                    reserved=int(mem["reserved"]) if "reserved" in mem else None,
+                    util_pct=float(d["util_gpu"]) if isinstance(d.get("util_gpu"), int | float) else None,
+                    power_w=None,
+                    temp_c=None,
+                    sm_mhz=None,
+                    mem_mhz=None,
+                    processes=tuple(
+                        GpuProcSample(int(p["pid"]), int(p.get("used") or 0), int(p["pid"]) in server_pids)
+                        for p in d.get("procs") or []
+                    ),
+                )
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        return (), f"recorded nvml.json has the wrong shape ({exc.__class__.__name__}: {exc})"
+    return tuple(out), None
 
 
 def _s(v: Any) -> str:

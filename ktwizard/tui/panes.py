@@ -140,6 +140,8 @@ class GpuPane(Pane):
     def lines(self, s: Sample, width: int) -> list[Text]:
         if s.gpu_error and not s.gpus:
             return [Text(f"no GPU data: {s.gpu_error}", style="yellow")]
+        if not s.gpus:
+            return [Text("GPUs not polled (--no-gpu)", style="grey62")]
         rows = []
         for g in s.gpus:
             pred = self.predicted.get(g.index)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 
@@ -82,6 +83,20 @@ def test_two_replicas_behind_the_router_then_one_dies(docker_client, standin_ima
         assert st.returncode == 0, st.stderr
         status = json.loads(st.stdout)
         assert [r["routed_ok"] for r in status["replicas"]] == [3.0, 3.0]
+        # the Grafana dashboard's router panels read families this router really exposes
+        from prometheus_client.parser import text_string_to_metric_families
+
+        from ktwizard.monitor.grafana import dashboard
+
+        scrape = httpx.get(rec["router"]["metrics_url"] + "/metrics", timeout=5).text
+        exposed = {s.name for f in text_string_to_metric_families(scrape) for s in f.samples}
+        wanted = {
+            n
+            for p in dashboard()["panels"]
+            for t in p.get("targets", ())
+            for n in re.findall(r"\b(smg_[a-z0-9_]+)\b", t["expr"])
+        }
+        assert wanted and wanted <= exposed, wanted - exposed
 
         docker_client.containers.get(f"{name}-r1").kill()
         mon = run_cli("monitor", "--fleet", name, "--once", "--json", "--no-gpu", "--interval", "0.2")

@@ -131,6 +131,7 @@ class GpuMemory:
                     "reserved": self.reserved,
                 },
                 "procs": [{"pid": os.getpid(), "used": used}],
+                "util_gpu": 100 if extra else 0,  # busy while a prompt's memory is held
             }
             for i in range(self.tp)
         ]

@@ -1,0 +1,130 @@
+"""What ktwizard runs on this machine (`ktwizard ps`): its labelled containers and its native servers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ktwizard.deploy.engine import MANAGED
+
+
+@dataclass(frozen=True)
+class Running:
+    name: str
+    kind: str  # docker | native
+    state: str  # running, exited (137), gone, ...
+    model: str
+    url: str
+    uptime_s: float | None
+    memory: int | None  # the container's memory use (page cache excluded)
+    fleet: str = ""
+
+
+def _uptime(started: str | None) -> float | None:
+    if not started or started.startswith("0001-"):
+        return None
+    try:
+        at = datetime.fromisoformat(started[:26].rstrip("Z") + "+00:00")
+    except ValueError:
+        return None
+    return max(0.0, time.time() - at.timestamp())
+
+
+def containers(client: Any) -> list[Running]:
+    from ktwizard.deploy.records import load
+    from ktwizard.render.clients import server_url
+
+    out = []
+    for c in client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}):
+        state = c.attrs.get("State") or {}
+        running = bool(state.get("Running"))
+        rec = load(c.name) if c.labels.get("io.ktwizard.port") else None
+        port = c.labels.get("io.ktwizard.port")
+        memory = None
+        if running:
+            try:
+                ms = c.stats(stream=False, one_shot=True).get("memory_stats") or {}
+                inactive = (ms.get("stats") or {}).get("inactive_file", 0)
+                memory = int(ms["usage"]) - int(inactive) if "usage" in ms else None
+            except Exception:  # noqa: BLE001 - stats of a container that just went away
+                memory = None
+        out.append(
+            Running(
+                name=c.name,
+                kind="docker",
+                state="running" if running else f"{state.get('Status', 'exited')} ({state.get('ExitCode')})",
+                model=c.labels.get("io.ktwizard.model", c.labels.get("io.ktwizard.role", "")),
+                url=rec.url if rec else (server_url("127.0.0.1", int(port)) if port else ""),
+                uptime_s=_uptime(state.get("StartedAt")) if running else None,
+                memory=memory,
+                fleet=c.labels.get("io.ktwizard.fleet", ""),
+            )
+        )
+    return out
+
+
+def natives() -> list[Running]:
+    import os
+
+    from ktwizard.deploy.records import load, state_dir
+
+    out = []
+    folder = state_dir()
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.name.count(".") > 1:  # a kept plan or peak report beside a record
+            continue
+        try:
+            rec = load(path.stem)
+        except Exception:  # noqa: BLE001 - an unreadable record is listed by name only
+            out.append(Running(path.stem, "?", "record unreadable", "", "", None, None))
+            continue
+        if rec is None or rec.kind != "native" or not rec.pid:
+            continue
+        try:
+            os.kill(rec.pid, 0)
+            alive = True
+        except ProcessLookupError:
+            alive = False
+        except PermissionError:
+            alive = True
+        started = path.stat().st_mtime if alive else None
+        out.append(
+            Running(
+                rec.name,
+                "native",
+                "running" if alive else "gone",
+                rec.model,
+                rec.url,
+                time.time() - started if started else None,
+                None,
+            )
+        )
+    return out
+
+
+def uptime_text(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h" if s < 172800 else f"{s / 86400:.1f} d"
+
+
+def table(rows: list[Running]) -> str:
+    from ktwizard.units import human
+
+    if not rows:
+        return "no deployments (ktwizard launch starts one)\n"
+    head = f"{'NAME':<22} {'STATE':<12} {'MODEL':<18} {'PORT':<6} {'UP':>7} {'MEMORY':>10}"
+    lines = [head]
+    for r in rows:
+        port = r.url.rsplit(":", 1)[-1] if r.url else "-"
+        lines.append(
+            f"{r.name[:22]:<22} {r.state[:12]:<12} {r.model[:18]:<18} {port[:6]:<6} "
+            f"{uptime_text(r.uptime_s):>7} {human(r.memory) if r.memory is not None else '-':>10}"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,195 @@
+"""A Grafana dashboard: SGLang's own metrics (either prefix: `sglang:` in 0.4/0.5, `sglang_` in later releases)
+beside the exporter's, one row per GPU and per NUMA node, and the router's when a fleet runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+INSTANCE = 'instance=~"$instance"'
+
+
+def sglang(name: str, extra: str = "") -> str:
+    """A selector for an SGLang family under either prefix."""
+    return "{" + f'__name__=~"sglang[:_]{name}", {INSTANCE}' + (f", {extra}" if extra else "") + "}"
+
+
+class Layout:
+    """Panels placed left to right on a 24-column grid, rows of height 8."""
+
+    def __init__(self) -> None:
+        self.panels: list[dict] = []
+        self.x = self.y = 0
+        self.next_id = 1
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def row(self, title: str, repeat: str | None = None) -> None:
+        if self.x:
+            self.x, self.y = 0, self.y + 8
+        row: dict[str, Any] = {
+            "type": "row",
+            "id": self._id(),
+            "title": title,
+            "collapsed": False,
+            "gridPos": {"h": 1, "w": 24, "x": 0, "y": self.y},
+            "panels": [],
+        }
+        if repeat:
+            row["repeat"] = repeat
+        self.panels.append(row)
+        self.y += 1
+
+    def panel(self, title: str, targets: list[tuple[str, str]], unit: str = "short", kind: str = "timeseries",
+              width: int = 8, **field: Any) -> None:  # fmt: skip
+        if self.x + width > 24:
+            self.x, self.y = 0, self.y + 8
+        self.panels.append(
+            {
+                "type": kind,
+                "id": self._id(),
+                "title": title,
+                "datasource": DS,
+                "gridPos": {"h": 8, "w": width, "x": self.x, "y": self.y},
+                "fieldConfig": {"defaults": {"unit": unit, **field}, "overrides": []},
+                "options": {"legend": {"displayMode": "list", "placement": "bottom"}} if kind == "timeseries" else {},
+                "targets": [
+                    {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": chr(65 + i)}
+                    for i, (expr, legend) in enumerate(targets)
+                ],
+            }
+        )
+        self.x += width
+
+
+def _variable(name: str, query: str, label: str) -> dict:
+    return {
+        "name": name,
+        "label": label,
+        "type": "query",
+        "datasource": DS,
+        "query": {"query": query, "refId": name},
+        "definition": query,
+        "refresh": 2,
+        "includeAll": True,
+        "multi": True,
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+        "sort": 3,
+    }
+
+
+def dashboard() -> dict:
+    L = Layout()
+    L.row("SGLang")
+    L.panel("Decode throughput", [(f"sum by (instance) (rate({sglang('generation_tokens_total')}[1m]))",
+                                   "{{instance}}")], "tok/s")  # fmt: skip
+    L.panel("Prompt throughput", [(f"sum by (instance) (rate({sglang('prompt_tokens_total')}[1m]))",
+                                   "{{instance}}")], "tok/s")  # fmt: skip
+    L.panel(
+        "Requests",
+        [(f"sum by (instance) ({sglang('num_running_reqs')})", "running {{instance}}"),
+         (f"sum by (instance) ({sglang('num_queue_reqs')})", "queued {{instance}}")],
+    )  # fmt: skip
+    L.panel("KV cache use", [(f"max by (instance) ({sglang('token_usage')})", "{{instance}}")], "percentunit",
+            min=0, max=1)  # fmt: skip
+    L.panel(
+        "Time to first token",
+        [(f"histogram_quantile({q}, sum by (le, instance) "
+          f"(rate({sglang('time_to_first_token_seconds_bucket')}[5m])))", f"p{int(q * 100)} {{{{instance}}}}")
+         for q in (0.5, 0.95)],
+        "s",
+    )  # fmt: skip
+    L.panel(
+        "Inter-token latency",
+        [(f"histogram_quantile({q}, sum by (le, instance) "
+          f"(rate({sglang('inter_token_latency_seconds_bucket')}[5m])))", f"p{int(q * 100)} {{{{instance}}}}")
+         for q in (0.5, 0.95)],
+        "s",
+    )  # fmt: skip
+    L.row("GPU $gpu", repeat="gpu")
+    sel = f'{INSTANCE}, gpu=~"$gpu"'
+    L.panel(
+        "Memory: used, planned peak, usable",
+        [(f"ktwizard_gpu_memory_used_bytes{{{sel}}}", "used {{instance}}"),
+         (f"ktwizard_gpu_memory_planned_bytes{{{sel}}}", "planned peak {{instance}}"),
+         (f"ktwizard_gpu_memory_total_bytes{{{sel}}}", "usable {{instance}}"),
+         (f"ktwizard_gpu_memory_server_bytes{{{sel}}}", "server {{instance}}")],
+        "bytes",
+        width=12,
+    )  # fmt: skip
+    L.panel("Driver reserve", [(f"ktwizard_gpu_memory_reserved_bytes{{{sel}}}", "{{instance}}")], "bytes", width=6)
+    L.panel("Utilisation", [(f"ktwizard_gpu_utilization_ratio{{{sel}}}", "{{instance}}")], "percentunit", width=6)
+    L.row("NUMA node $node", repeat="node")
+    sel = f'{INSTANCE}, node=~"$node"'
+    L.panel(
+        "Memory",
+        [(f"ktwizard_numa_memory_total_bytes{{{sel}}} - ktwizard_numa_memory_free_bytes{{{sel}}}", "used {{instance}}"),
+         (f"ktwizard_numa_memory_total_bytes{{{sel}}}", "total {{instance}}")],
+        "bytes",
+        width=12,
+    )  # fmt: skip
+    L.panel("CPU", [(f"ktwizard_numa_cpu_utilization_ratio{{{sel}}}", "{{instance}}")], "percentunit", width=12)
+    L.row("Host and container")
+    sel = INSTANCE
+    L.panel(
+        "Host memory",
+        [(f"ktwizard_host_memory_total_bytes{{{sel}}} - ktwizard_host_memory_available_bytes{{{sel}}}", "used"),
+         (f"ktwizard_host_page_cache_bytes{{{sel}}}", "page cache"),
+         (f"ktwizard_host_swap_used_bytes{{{sel}}}", "swap used")],
+        "bytes",
+    )  # fmt: skip
+    L.panel(
+        "Container memory",
+        [(f"ktwizard_container_memory_used_bytes{{{sel}}}", "{{container}}"),
+         (f"ktwizard_container_memory_limit_bytes{{{sel}}}", "limit {{container}}")],
+        "bytes",
+    )  # fmt: skip
+    L.panel(
+        "Container state",
+        [(f"ktwizard_container_running{{{sel}}}", "running {{container}}"),
+         (f"ktwizard_container_oom_killed{{{sel}}}", "OOM-killed {{container}}"),
+         (f"ktwizard_host_swapping{{{sel}}}", "host swapping")],
+    )  # fmt: skip
+    L.row("Plan and peak check")
+    L.panel("Plan", [(f"ktwizard_plan_info{{{sel}}}", "")], kind="table", width=12)
+    L.panel(
+        "Peak check: margin left (negative: over the plan)",
+        [(f"ktwizard_peak_check_margin_left_bytes{{{sel}}}", "GPU {{gpu}} {{step}}")],
+        "bytes",
+        kind="stat",
+        width=12,
+        thresholds={"mode": "absolute", "steps": [{"color": "red", "value": None}, {"color": "green", "value": 0}]},
+    )
+    L.row("sglang-router (fleets)")
+    L.panel("Requests routed", [("sum(rate(smg_router_requests_total[1m]))", "all")], "reqps")
+    L.panel("Worker health", [("smg_worker_health", "{{worker}}")])
+    L.panel("Outcomes per worker", [("sum by (worker, outcome) (rate(smg_worker_cb_outcomes_total[1m]))",
+                                     "{{worker}} {{outcome}}")], "reqps")  # fmt: skip
+    return {
+        "title": "ktwizard: SGLang + KTransformers",
+        "uid": "ktwizard-sglang-kt",
+        "tags": ["ktwizard", "sglang", "ktransformers"],
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "refresh": "10s",
+        "time": {"from": "now-1h", "to": "now"},
+        "timezone": "browser",
+        "templating": {
+            "list": [
+                {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"},
+                _variable("instance", "label_values(instance)", "instance"),
+                _variable("gpu", "label_values(ktwizard_gpu_memory_used_bytes, gpu)", "GPU"),
+                _variable("node", "label_values(ktwizard_numa_memory_total_bytes, node)", "NUMA node"),
+            ]
+        },
+        "panels": L.panels,
+    }
+
+
+def dashboard_text() -> str:
+    import json
+
+    return json.dumps(dashboard(), indent=2) + "\n"

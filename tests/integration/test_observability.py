@@ -1,0 +1,282 @@
+"""The exporter scraped by prometheus_client's parser against a stand-in launched natively (its GPU memory through
+the recorded-NVML adapter), every family documented in README; the Grafana JSON's metric names checked against what
+the stand-in and the exporter really expose; the web dashboard in a real Chromium driven by selenium."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import REPO, free_port, run_cli
+from test_peak_check import STANDIN, native, planned, standin_memory
+
+from ktwizard.monitor.exporter import FAMILIES
+from ktwizard.monitor.grafana import dashboard
+
+GiB = 2**30
+
+
+def families(text: str) -> dict[str, list]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def wait_http(url: str, seconds: float = 20) -> httpx.Response:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return httpx.get(url, timeout=3)
+        except httpx.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def served(checkpoint, tmp_path_factory):
+    """A stand-in launched by `ktwizard launch --native` (peak check included), its plan and NVML kept."""
+    tmp = tmp_path_factory.mktemp("obs")
+    state = tmp / "state"
+    nvml = tmp / "nvml"
+    nvml.mkdir()
+    plan = planned(checkpoint)
+    plan["flags_by_name"] = {f["name"]: f["value"] for f in plan["flags"]}
+    name, port = f"ktw-obs-{os.getpid()}", free_port()
+    env = {"PYTHONPATH": STANDIN, "KTWIZARD_NVML_ROOT": str(nvml), "XDG_STATE_HOME": str(state)}
+    out = native(checkpoint, name, "--env", f"STANDIN_NVML_DIR={nvml}", *standin_memory(plan), env=env, port=port)
+    assert out.returncode == 0, out.stderr[-2000:]
+    yield {"name": name, "port": port, "env": env, "plan": plan, "nvml": nvml}
+    run_cli("stop", name, env=env)
+
+
+def scrape_exporter(served, *args: str) -> tuple[str, dict]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ktwizard", "exporter", "--container", served["name"], "--port", str(port), *args],
+        env={**os.environ, **served["env"]},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        text = wait_http(f"http://127.0.0.1:{port}/metrics").text
+    finally:
+        stop(proc)
+    return text, families(text)
+
+
+def test_exporter_families_against_independent_sources(served):
+    text, fams = scrape_exporter(served)
+    plan = served["plan"]
+    # the plan's predicted peak per GPU, read from the plan file itself
+    from ktwizard.planner.types import Plan
+
+    kept = {k: v for k, v in plan.items() if k != "flags_by_name"}
+    planned_peak = {str(g): v for g, v in Plan.load(kept, "plan").predicted_peaks().items()}
+    got = {s.labels["gpu"]: s.value for s in fams["ktwizard_gpu_memory_planned_bytes"]}
+    assert got == {k: float(v) for k, v in planned_peak.items()}
+    # GPU memory as the stand-in wrote it to nvml.json
+    snap = json.loads((served["nvml"] / "nvml.json").read_text())
+    dev = snap["devices"][0]
+    used = {s.labels["gpu"]: s.value for s in fams["ktwizard_gpu_memory_used_bytes"]}
+    assert used["0"] == float(dev["mem_v2"]["used"])
+    reserved = {s.labels["gpu"]: s.value for s in fams["ktwizard_gpu_memory_reserved_bytes"]}
+    assert reserved["0"] == float(dev["mem_v2"]["reserved"])
+    # host RAM from /proc/meminfo
+    meminfo = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    total = int(meminfo["MemTotal"].split()[0]) * 1024
+    assert fams["ktwizard_host_memory_total_bytes"][0].value == total
+    assert fams["ktwizard_host_swap_total_bytes"][0].value == int(meminfo["SwapTotal"].split()[0]) * 1024
+    # the plan's identity as an info metric
+    info = fams["ktwizard_plan_info"][0].labels
+    assert info["model"] == plan["model"]["id"] and info["method"] == plan["method"]
+    assert info["gpu_experts"] == str(plan["gpu_experts"])
+    # the peak check's result per step: margin left = planned + margin - measured
+    steps = {s.labels["step"]: s.value for s in fams["ktwizard_peak_check_margin_left_bytes"]}
+    assert steps and all(v >= 0 for v in steps.values())
+    assert fams["ktwizard_up"][0].value == 1
+
+
+def test_every_exporter_family_is_documented_in_readme():
+    readme = (REPO / "README.md").read_text()
+    for name in FAMILIES:
+        shown = name + "_info" if FAMILIES[name][0] == "info" else name
+        assert f"`{shown}`" in readme, shown
+
+
+def grafana_selectors() -> tuple[set[str], set[str]]:
+    """(metric names, __name__ regexes) the dashboard's queries read."""
+    names, regexes = set(), set()
+    for p in dashboard()["panels"]:
+        for t in p.get("targets", ()):
+            expr = t["expr"]
+            regexes.update(re.findall(r'__name__=~"([^"]+)"', expr))
+            names.update(re.findall(r"\b((?:ktwizard|smg|sglang)_[a-z0-9_]+)\b", re.sub(r'"[^"]*"', "", expr)))
+    return names, regexes
+
+
+@pytest.fixture
+def in_docker(docker_client, standin_image, checkpoint, served, tmp_path):
+    """The stand-in in a container ktwizard launched: the exporter's container families."""
+    name = f"ktw-obsd-{os.getpid()}"
+    env = {**served["env"], "XDG_STATE_HOME": str(tmp_path / "state")}
+    out = run_cli(
+        "launch", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", "64k", "--gpus",
+        "none", "--weights", str(checkpoint), "--image", standin_image, "--name", name, "--port", str(free_port()),
+        "--detach", "--yes", "--env", "STANDIN_STEP_S=0.05", env=env, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    yield {**served, "name": name, "env": env}
+    run_cli("stop", name, env=env)
+
+
+@pytest.mark.docker
+def test_grafana_reads_what_the_standin_and_the_exporter_expose(served, in_docker):
+    exposed: set[str] = set()
+    for target in (served, in_docker):
+        _, fams = scrape_exporter(target)
+        exposed |= {s.name for samples in fams.values() for s in samples}
+    server = httpx.get(f"http://127.0.0.1:{served['port']}/metrics", timeout=5).text
+    exposed |= {s.name for samples in families(server).values() for s in samples}
+    names, regexes = grafana_selectors()
+    assert names and regexes
+    for n in names:
+        if n.startswith("smg_"):
+            continue  # the router's families are checked against the real router in test_fleet_live
+        assert n in exposed, n
+    for rx in regexes:
+        assert any(re.fullmatch(rx, e) for e in exposed), rx
+    # the packaged copy is the builder's output
+    bundled = json.loads((REPO / "assets" / "grafana" / "ktwizard-dashboard.json").read_text())
+    assert bundled == dashboard()
+    out = run_cli("grafana")
+    assert out.returncode == 0 and json.loads(out.stdout) == dashboard()
+
+
+# ---- the web dashboard in a real browser ----
+
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+CAPTURE_WS = """
+window.__ktw = [];
+const Orig = window.WebSocket;
+window.WebSocket = function (url, p) {
+  const ws = p ? new Orig(url, p) : new Orig(url);
+  ws.addEventListener('message', ev => {
+    if (typeof ev.data === 'string') window.__ktw.push(ev.data);
+    else if (ev.data instanceof Blob) ev.data.arrayBuffer().then(b => window.__ktw.push(new TextDecoder().decode(b)));
+    else window.__ktw.push(new TextDecoder().decode(ev.data));
+  });
+  return ws;
+};
+window.WebSocket.prototype = Orig.prototype;
+Object.assign(window.WebSocket, Orig);
+"""
+
+
+@pytest.fixture
+def browser():
+    if not (CHROMIUM and DRIVER):
+        if os.environ.get("KTWIZARD_REQUIRE_BROWSER"):
+            pytest.fail("chromium and chromium-driver are required here")
+        pytest.skip("no chromium / chromedriver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900", "--disable-dev-shm-usage"):
+        opts.add_argument(a)
+    opts.binary_location = CHROMIUM
+    d = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    d.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": CAPTURE_WS})
+    yield d
+    d.quit()
+
+
+def screen_text(d) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", "".join(d.execute_script("return window.__ktw")))
+
+
+def test_web_dashboard_in_chromium(served, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    port = free_port()
+    url = f"http://127.0.0.1:{served['port']}"
+    web = subprocess.Popen(
+        [sys.executable, "-m", "ktwizard", "monitor", "--url", url, "--web", "--web-port", str(port), "--no-gpu",
+         "--web-sessions", "1"],
+        env={**os.environ, **served["env"]},
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{port}/")
+        busy = subprocess.Popen(  # decode traffic so the Throughput pane has a rate to show
+            [sys.executable, "-c", "import httpx\nfor _ in range(40): httpx.post("
+             f"'{url}/v1/chat/completions', json={{'model': 'x', 'messages': [{{'role': 'user', 'content': 'hi'}}],"
+             "'max_tokens': 30}, timeout=30)"]
+        )  # fmt: skip
+        browser.get(f"http://127.0.0.1:{port}/")
+        deadline, rates = time.monotonic() + 40, []
+        while time.monotonic() < deadline:
+            rates = [float(x) for x in re.findall(r"decode\s+([0-9.]+) tok/s", screen_text(browser))]
+            if any(r > 0 for r in rates):
+                break
+            time.sleep(0.5)
+        busy.kill()
+        assert any(r > 0 for r in rates), rates
+        shot = tmp_path / "web-dashboard.png"
+        browser.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+        # a key press reaches the app: p pauses it, and the title says so
+        browser.find_elements(By.CSS_SELECTOR, "textarea")[0].send_keys("p")
+        deadline = time.monotonic() + 10
+        while "paused" not in screen_text(browser) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert "paused" in screen_text(browser)
+        # one session is the cap: a second tab is refused with the reason
+        second = httpx.get(f"http://127.0.0.1:{port}/ws", timeout=5)
+        assert second.status_code == 503 and "sessions" in second.text
+    finally:
+        stop(web)
+    assert "each browser tab runs its own dashboard process" in web.stderr.read()
+
+
+def test_web_needs_a_token_off_loopback(served, tmp_path):
+    port, log = free_port(), tmp_path / "web.err"
+    with open(log, "w") as err:
+        web = subprocess.Popen(
+            [sys.executable, "-m", "ktwizard", "monitor", "--url", f"http://127.0.0.1:{served['port']}", "--web",
+             "--web-port", str(port), "--bind", "0.0.0.0", "--no-gpu"],
+            env={**os.environ, **served["env"]},
+            stderr=err,
+        )  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{port}/")
+        said = log.read_text()
+        token = re.search(r"\?token=([\w-]+)", said)
+        assert token and "warning" in said
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 403
+        assert httpx.get(f"http://127.0.0.1:{port}/?token=wrong", timeout=5).status_code == 403
+        assert httpx.get(f"http://127.0.0.1:{port}/ws", timeout=5).status_code == 403
+        page = httpx.get(f"http://127.0.0.1:{port}/?token={token.group(1)}", timeout=5)
+        assert page.status_code == 200 and f"/ws?token={token.group(1)}" in page.text
+    finally:
+        stop(web)
