@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -16,15 +17,25 @@ class StreamResult:
     started: float
 
 
-async def stream_chat(http, url: str, model: str, prompt: str, max_tokens: int) -> StreamResult:
+async def stream_chat(
+    http,
+    url: str,
+    model: str,
+    prompt: str,
+    max_tokens: int,
+    on_text: Callable[[str], None] | None = None,
+    ignore_eos: bool = True,
+    temperature: float = 0,
+) -> StreamResult:
+    """`on_text` receives every piece of generated text as it arrives (the chat command prints them)."""
     body = {
         "model": model,
         "messages": [{"role": "user", "content": prompt}],
         "max_tokens": max_tokens,
-        "temperature": 0,
+        "temperature": temperature,
         "stream": True,
         "stream_options": {"include_usage": True},
-        "ignore_eos": True,
+        "ignore_eos": ignore_eos,
     }
     start = time.monotonic()
     times: list[float] = []
@@ -45,9 +56,12 @@ async def stream_chat(http, url: str, model: str, prompt: str, max_tokens: int) 
             if chunk.get("usage"):
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
-                delta = choice.get("delta") or {}
-                if delta.get("content") or delta.get("reasoning_content"):
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                text = (delta or {}).get("content") or (delta or {}).get("reasoning_content")
+                if text:
                     times.append(time.monotonic())
+                    if on_text is not None:
+                        on_text(str(text))
     if not times:
         raise RuntimeError("the stream carried no tokens")
     return StreamResult(

@@ -5,21 +5,65 @@ Heavy imports stay inside the commands."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from importlib import import_module
 
 from ktwizard.cli.guard import Parser, guard
 
 # One module per command group; adding a subcommand is its module plus one name here.
-GROUPS = ("probe", "presets", "plan", "deploy", "fleet", "monitor", "exporter", "grafana", "bench", "image", "doctor")
+GROUPS = (
+    "probe",
+    "presets",
+    "plan",
+    "deploy",
+    "ps",
+    "chat",
+    "fleet",
+    "monitor",
+    "exporter",
+    "grafana",
+    "bench",
+    "image",
+    "doctor",
+    "completion",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="ktwizard", description="Plan, launch and monitor SGLang + KTransformers for giant MoE models.")
+    from ktwizard import __version__
+    from ktwizard.cli.examples import EXAMPLES
+
     p.add_argument("--profile", metavar="FILE|NAME", help="open the wizard on a saved deployment profile")
+    p.add_argument("--version", action="version", version=f"ktwizard {__version__} (plans for sglang-kt 0.7.2)")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     for name in GROUPS:
         import_module(f"ktwizard.cli.{name}").register(sub)
+    _add_examples(sub, "", EXAMPLES)
     return p
+
+
+def _add_examples(sub: argparse._SubParsersAction, prefix: str, examples: dict[str, str]) -> None:
+    """Each (sub)command's epilog from the examples table, nested groups included ("fleet plan")."""
+    for name, sp in sub.choices.items():
+        key = f"{prefix}{name}"
+        if key in examples and not sp.epilog:
+            sp.epilog = "examples:\n  " + examples[key]
+        for action in sp._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _add_examples(action, key + " ", examples)
+
+
+def _with_config(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """The user's defaults (config.yaml) fill the options not given, inside the guard: a bad file is one line."""
+
+    def run(args: argparse.Namespace) -> int:
+        from ktwizard.config import apply_config, load_config
+
+        apply_config(args, load_config())
+        return func(args)
+
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,5 +71,5 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         from ktwizard.cli.wizard import run_wizard
 
-        return guard(run_wizard, args)
-    return guard(args.func, args)
+        return guard(_with_config(run_wizard), args)
+    return guard(_with_config(args.func), args)

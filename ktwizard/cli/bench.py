@@ -57,7 +57,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     keep: list = []
     interrupted = False
     try:
-        report = asyncio.run(run(url, model, sweep, progress=lambda m: print(m, file=sys.stderr), keep=keep))
+        from ktwizard.bench.progress import StepProgress
+
+        steps = len(sweep.contexts) + len(sweep.decode_contexts) * len(sweep.concurrency)
+        report = asyncio.run(run(url, model, sweep, progress=StepProgress(steps), keep=keep))
     except KeyboardInterrupt:
         if not keep:
             raise
@@ -85,8 +88,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     be.add_argument("--url", required=True, type=url(), help="the server's base URL")
     be.add_argument("--model", help="model id (default: the server's first)")
     be.add_argument("--contexts", default="8k,16k,32k,64k,128k", help="prefill prompt sizes (empty to skip)")
-    be.add_argument("--decode-contexts", default="0,8k,16k,32k,64k,128k")
-    be.add_argument("--concurrency", default="1,2")
+    be.add_argument(
+        "--decode-contexts", default="0,8k,16k,32k,64k,128k", help="prompt lengths decode is measured after"
+    )
+    be.add_argument("--concurrency", default="1,2", help="concurrent streams for the decode table")
     be.add_argument(
         "--tokens", type=count("--tokens", 1, 65536), default=256, help="generated tokens per decode stream"
     )
@@ -98,5 +103,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="stop after this long and report what was measured",
     )
     be.add_argument("--compare", metavar="RECIPE|PRESET", help="show ratios to a recipe's published numbers")
-    be.add_argument("--format", default="md", choices=("md", "json", "csv"))
+    be.add_argument("--format", default="md", choices=("md", "json", "csv"), help="report format")
     be.set_defaults(func=cmd_bench)

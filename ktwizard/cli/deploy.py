@@ -189,6 +189,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     lg = sub.add_parser("logs", help="print a ktwizard-started server's log")
     lg.add_argument("name")
-    lg.add_argument("--follow", "-f", action="store_true")
-    lg.add_argument("--tail", type=int, metavar="N")
+    lg.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
+    lg.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
     lg.set_defaults(func=cmd_logs)

@@ -17,13 +17,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.root):
         raise BadInput(f"--root {args.root}: no such directory (give a recorded host's folder)")
     checks = run_checks(root=args.root, weights=args.weights, port=args.port)
-    sys.stdout.write(dump_json(checks) if args.json else checks_text(checks))
+    if args.json:
+        sys.stdout.write(dump_json(checks))
+    else:
+        from ktwizard.cli.colour import show
+
+        show(checks_text(checks))
     return 1 if any(c.status == "fail" for c in checks) else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("doctor", help="check this machine for what SGLang-KT needs, with fixes")
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--json", action="store_true", help="the checks as JSON")
     d.add_argument("--root", default="/", help="check a recorded host")
     d.add_argument("--weights", metavar="DIR", help="where the weights live (disk space)")
     d.add_argument("--port", type=port(), default=30000, help="the port the server will use (default 30000)")

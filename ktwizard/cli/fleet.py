@@ -184,7 +184,9 @@ def cmd_fleet_status(args: argparse.Namespace) -> int:
 
         sys.stdout.write(dump_json(st))
     else:
-        sys.stdout.write(status_text(st))
+        from ktwizard.cli.colour import show
+
+        show(status_text(st))
     if not st.healthy:
         raise KtwizardError(
             f"fleet {st.name} is degraded: "
@@ -229,7 +231,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     pp = fs.add_parser("plan", help="plan every replica and the router; render as table, json, compose or k8s")
     inputs(pp)
-    pp.add_argument("--format", default="table", choices=FORMATS)
+    pp.add_argument("--format", default="table", choices=FORMATS, help="how to print the fleet plan")
     pp.add_argument("--out", metavar="FILE", help="write the rendering to FILE (atomically)")
     pp.add_argument("--weights-claim", metavar="PVC", help="k8s: the PersistentVolumeClaim holding the weights")
     pp.add_argument(
@@ -276,5 +278,5 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     ss = fs.add_parser("status", help="the router and every replica now; exit 1 when degraded")
     ss.add_argument("name")
-    ss.add_argument("--json", action="store_true")
+    ss.add_argument("--json", action="store_true", help="the status as JSON")
     ss.set_defaults(func=cmd_fleet_status)

@@ -15,8 +15,26 @@ from ktwizard.errors import EXIT_RUNTIME, EXIT_USAGE, KtwizardError
 EXIT_INTERRUPTED = 130
 
 
+def help_formatter() -> type[argparse.HelpFormatter]:
+    """Rich's colours where the terminal has them (NO_COLOR respected), epilog examples kept as written, and each
+    option's default shown unless it has none; built on first use so commands that print no help never import it."""
+    from rich_argparse import ArgumentDefaultsRichHelpFormatter, RawDescriptionRichHelpFormatter
+
+    class HelpFormatter(RawDescriptionRichHelpFormatter, ArgumentDefaultsRichHelpFormatter):
+        def _get_help_string(self, action: argparse.Action) -> str | None:
+            text = action.help or ""
+            if "default" in text or action.default in (None, False, argparse.SUPPRESS, []):
+                return text
+            return super()._get_help_string(action)
+
+    return HelpFormatter
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line and exit code 2."""
+    """argparse whose usage errors are one line and exit code 2, with Rich help."""
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        return help_formatter()(prog=self.prog)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)

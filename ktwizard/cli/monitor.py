@@ -164,20 +164,32 @@ def _text(s) -> str:
 
     out = []
     for g in s.gpus:
-        out.append(f"GPU {g.index} {g.name}: {human(g.used)} / {human(g.total)}, util {g.util_pct}%")
+        util = "-" if g.util_pct is None else f"{g.util_pct:.0f}%"
+        out.append(f"GPU {g.index} {g.name}: {human(g.used)} of {human(g.total)}, util {util}")
     if s.gpu_error:
         out.append(f"GPU: {s.gpu_error}")
     if s.host:
         out.append(f"host: {human(s.host.total - s.host.available)} used of {human(s.host.total)}")
     if s.container:
-        out.append(f"container {s.container.name}: {s.container.state}, memory {human(s.container.mem_used or 0)}")
+        mem = "-" if s.container.mem_used is None else human(s.container.mem_used)
+        out.append(f"container {s.container.name}: {s.container.state}, memory {mem}")
     if s.server:
         srv = s.server
+
+        def num(v: float | None, unit: str = "", digits: int = 1) -> str:
+            return "-" if v is None else f"{v:.{digits}f}{unit}"
+
         out.append(
-            f"server: {'up' if srv.up else 'down: ' + str(srv.error)}; decode {srv.decode_tps} tok/s, prefill "
-            f"{srv.prefill_tps} tok/s, "
-            f"running {srv.running}, queued {srv.queued}, KV {srv.kv_usage}"
+            f"server: {'up' if srv.up else 'down: ' + str(srv.error)}; decode {num(srv.decode_tps, ' tok/s')}, "
+            f"prefill {num(srv.prefill_tps, ' tok/s')}, running {num(srv.running, '', 0)}, queued "
+            f"{num(srv.queued, '', 0)}, KV {num(None if srv.kv_usage is None else srv.kv_usage * 100, '%')}"
         )
+        if srv.ttft_p50 is not None or srv.itl_p50 is not None:
+            out.append(
+                f"latency: TTFT p50 {num(srv.ttft_p50, ' s', 2)} p95 {num(srv.ttft_p95, ' s', 2)}, ITL p50 "
+                f"{num(None if srv.itl_p50 is None else srv.itl_p50 * 1000, ' ms', 0)} p95 "
+                f"{num(None if srv.itl_p95 is None else srv.itl_p95 * 1000, ' ms', 0)}"
+            )
     out += [f"[{a.severity}] {a.text}" for a in s.alerts]
     return "\n".join(out) + "\n"
 

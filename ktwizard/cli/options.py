@@ -110,8 +110,8 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         "goals, which the options given here override",
     )
     pr.add_argument("--image", metavar="IMG", help="container image")
-    pr.add_argument("--chat-template", metavar="FILE")
-    pr.add_argument("--served-name", metavar="NAME")
+    pr.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template for the server")
+    pr.add_argument("--served-name", metavar="NAME", help="the model id clients send (default: the preset's)")
 
 
 def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:

@@ -13,7 +13,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ktwizard.render.formats import render
 
     result = make_plan(args)
-    sys.stdout.write(render(result, args.format, args.explain))
+    text = render(result, args.format, args.explain)
+    if args.format == "table":
+        from ktwizard.cli.colour import show
+
+        show(text)
+    else:
+        sys.stdout.write(text)
     if not result.fits:
         if args.format not in ("table",):
             print(f"ktwizard: the plan does not fit: {'; '.join(result.overflows)}", file=sys.stderr)
@@ -26,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     pl = sub.add_parser("plan", help="plan expert placement, every SGLang-KT flag and the memory budget")
     add_plan_inputs(pl)
-    pl.add_argument("--format", default="table", choices=FORMATS)
+    pl.add_argument("--format", default="table", choices=FORMATS, help="how to print the plan")
     pl.add_argument(
         "--explain", action="store_true", help="every flag, environment variable and budget line with its reason"
     )

@@ -25,9 +25,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     elif args.yaml:
         emit(dump_yaml(host))
     elif not args.save:
+        from ktwizard.cli.colour import show
         from ktwizard.host.summary import render_summary
 
-        emit(render_summary(host))
+        show(render_summary(host))
     return 0
 
 

@@ -25,7 +25,9 @@ def cmd_ps(args: argparse.Namespace) -> int:
 
         sys.stdout.write(dump_json(rows))
     else:
-        sys.stdout.write(table(rows))
+        from ktwizard.cli.colour import show
+
+        show(table(rows))
     if note:
         print(note, file=sys.stderr)
     return 0
@@ -64,7 +66,9 @@ def cmd_restart(args: argparse.Namespace) -> int:
         elapsed = time.monotonic() - started
         print(f"\r  loading ... {elapsed:5.0f}s", end="", file=sys.stderr, flush=True)
         time.sleep(1)
-    raise KtwizardError(f"{args.name} was not ready after {args.timeout:.0f}s; it keeps loading: ktwizard logs {args.name}")
+    raise KtwizardError(
+        f"{args.name} was not ready after {args.timeout:.0f}s; it keeps loading: ktwizard logs {args.name}"
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:

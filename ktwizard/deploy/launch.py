@@ -66,12 +66,17 @@ def follow_startup(
     """Phases with elapsed time until the server is ready and answers HTTP; a diagnosis otherwise."""
     tracker = StartupTracker()
     deployment = proc.deployment()
+    said: tuple[int, int] | None = None
     try:
         while True:
             for line in proc.new_lines():
                 event = tracker.feed(line)
                 if event:
                     print(f"  {event.at:7.1f}s  {event.phase}", file=out, flush=True)
+                if tracker.shards and tracker.shards != said:  # weights load for tens of minutes: show progress
+                    said = tracker.shards
+                    elapsed = time.monotonic() - tracker.started
+                    print(f"  {elapsed:7.1f}s    shards {said[0]}/{said[1]}", file=out, flush=True)
             running, code, oom = proc.status()
             if not running:
                 for line in proc.new_lines():

@@ -29,6 +29,8 @@ FIGURES = (
     ("max_total_num_tokens", re.compile(r"max_total_num_tokens=(\d+)")),
     ("available_gpu_mem_gb", re.compile(r"available_gpu_mem=" + _GB)),
 )
+# tqdm's bar while SGLang reads the checkpoint: "Loading safetensors checkpoint shards:  25% Completed | 16/64 [...]"
+SHARDS = re.compile(r"Loading safetensors checkpoint shards:\s*(\d+)% Completed \| (\d+)/(\d+)")
 ERRORS = (
     re.compile(
         r"CUDA out of memory|torch\.OutOfMemoryError|Not enough memory\. Please try to increase "
@@ -58,6 +60,7 @@ class StartupTracker:
     figures: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)
+    shards: tuple[int, int] | None = None  # (loaded, total) checkpoint shards, from the loader's progress bar
 
     @property
     def phase(self) -> str:
@@ -78,6 +81,9 @@ class StartupTracker:
             if pattern.search(line):
                 self.errors.append(line)
                 break
+        shard = SHARDS.search(line)
+        if shard:
+            self.shards = (int(shard.group(2)), int(shard.group(3)))
         for name, pattern in PHASES:
             if pattern.search(line) and (not self.events or ORDER.index(name) > ORDER.index(self.phase)):
                 event = PhaseEvent(name, (now if now is not None else time.monotonic()) - self.started)

@@ -80,6 +80,12 @@ def run_checks(root: str = "/", weights: str | None = None, port: int = 30000) -
 
 
 def checks_text(checks: list[Check]) -> str:
+    import textwrap
+
     mark = {"pass": "ok  ", "info": "info", "warn": "WARN", "fail": "FAIL"}
-    lines = [f"[{mark[c.status]}] {c.name}: {c.detail}" + (f"\n        fix: {c.fix}" if c.fix else "") for c in checks]
+    lines: list[str] = []
+    for c in checks:
+        lines += textwrap.wrap(f"[{mark[c.status]}] {c.name}: {c.detail}", 80, subsequent_indent="       ")
+        if c.fix:
+            lines += textwrap.wrap(f"fix: {c.fix}", 80, initial_indent="       ", subsequent_indent="            ")
     return "\n".join(lines) + "\n"

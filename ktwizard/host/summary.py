@@ -11,10 +11,14 @@ from ktwizard.units import human
 
 
 def render_summary(host: HostProfile, width: int | None = None) -> str:
+    import shutil
+
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=io.StringIO(), width=width or 110, record=True, force_terminal=False, color_system=None)
+    # the terminal's width (80 when it is not a terminal), never wider than 120
+    width = width or min(120, shutil.get_terminal_size((80, 24)).columns)
+    console = Console(file=io.StringIO(), width=width, record=True, force_terminal=False, color_system=None)
     cpu, mem = host.cpu, host.memory
     t = Table(title=f"Host {host.hostname} ({host.source})", show_header=False, expand=False)
     t.add_column("what", style="bold")

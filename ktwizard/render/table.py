@@ -1,12 +1,21 @@
-"""The plan for people: verdict, itemised budgets with bars, notices and suggestions (plain text, no Textual)."""
+"""The plan for people: verdict, itemised budgets with bars, notices and suggestions (plain text, no Textual).
+
+Everything but the flag lines fits 80 columns; identical GPUs are one block ("GPU 1-7 ..., each")."""
 
 from __future__ import annotations
+
+import textwrap
 
 from ktwizard.planner.types import BudgetItem, GpuBudget, Plan
 from ktwizard.render.args import args_text
 from ktwizard.units import human
 
-BAR = 40
+BAR = 24
+WIDTH = 80
+
+
+def wrap(text: str, indent: str = "", hang: str = "    ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + hang) or [indent]
 
 
 def _bar(n: int, total: int) -> str:
@@ -15,23 +24,50 @@ def _bar(n: int, total: int) -> str:
 
 
 def _items(items: tuple[BudgetItem, ...], total: int) -> list[str]:
-    rows = []
-    for i in items:
-        rows.append(f"  {i.name:26} {human(i.bytes):>12}  {_bar(i.bytes, total)}{'  (estimate)' if i.estimate else ''}")
-    return rows
+    """One row per item; `~` marks an estimate (a measured or derived figure has none)."""
+    return [
+        f"  {i.name[:29]:29} {('~' if i.estimate else '') + human(i.bytes):>12}  {_bar(i.bytes, total)}" for i in items
+    ]
 
 
-def _gpu(b: GpuBudget) -> list[str]:
+def _same(a: GpuBudget, b: GpuBudget) -> bool:
+    return (a.name, a.total, a.margin, [(i.name, i.bytes) for i in a.items]) == (
+        b.name,
+        b.total,
+        b.margin,
+        [(i.name, i.bytes) for i in b.items],
+    )
+
+
+def gpu_groups(budgets: tuple[GpuBudget, ...]) -> list[tuple[list[int], GpuBudget]]:
+    """Consecutive GPUs with identical budgets, as (indices, one of them)."""
+    groups: list[tuple[list[int], GpuBudget]] = []
+    for b in budgets:
+        if groups and _same(groups[-1][1], b):
+            groups[-1][0].append(b.gpu)
+        else:
+            groups.append(([b.gpu], b))
+    return groups
+
+
+def _gpu(indices: list[int], b: GpuBudget) -> list[str]:
     total = f"{human(b.total)}{' (estimated)' if b.total_estimated else ''}"
     left = b.free - b.margin
-    out = [
-        f"\nGPU {b.gpu} {b.name}, {total}",
-        f"  peak {human(b.used)} at the {b.binding} phase: {human(b.free)} free, margin {human(b.margin)}"
+    if len(indices) == 1:
+        head = f"\nGPU {b.gpu} {b.name}, {total}"
+    else:
+        contiguous = indices == list(range(indices[0], indices[-1] + 1))
+        label = f"{indices[0]}-{indices[-1]}" if contiguous else ",".join(map(str, indices))
+        head = f"\nGPU {label} {b.name}, {total}, each"
+    out = [head]
+    out += wrap(
+        f"peak {human(b.used)} at the {b.binding} phase: {human(b.free)} free, margin {human(b.margin)}"
         + (f", {human(left)} unused" if left >= 0 else f": OVER by {human(-left)}"),
-    ]
+        "  ",
+    )
     out += _items(b.items, b.total)
     peaks = [f"{p.phase} {human(p.bytes)}" + (" (binding)" if p.phase == b.binding else "") for p in b.phases]
-    out += [f"  phases: {' · '.join(peaks[:3])}", f"          {' · '.join(peaks[3:])}"]
+    out += wrap("phases: " + " · ".join(peaks), "  ", "        ")
     return out
 
 
@@ -45,18 +81,20 @@ def verdict(plan: Plan) -> str:
 
 
 def table_text(plan: Plan, explain: bool = False) -> str:
-    out = [verdict(plan)]
-    out += [f"  ! {o}" for o in plan.overflows]
+    out = wrap(verdict(plan))
+    for o in plan.overflows:
+        out += wrap(f"! {o}", "  ")
     if plan.binding:
-        out.append(f"binding: {plan.binding} (the phase whose peak limits the GPU experts)")
+        out += wrap(f"binding: {plan.binding} (the phase whose peak limits the GPU experts)")
     g = plan.goals
-    out.append(
+    out += wrap(
         f"goals: context {plan.flag('--context-length')}, {g.concurrency} concurrent request(s), GPUs "
         f"{','.join(map(str, plan.gpus))}; "
         f"KV pool {plan.max_total_tokens} tokens; mem-fraction-static {plan.mem_fraction_static}"
     )
-    for b in plan.gpu_budgets:
-        out += _gpu(b)
+    out.append("(~ marks an estimate; the rest comes from the checkpoint and the runtime)")
+    for indices, b in gpu_groups(plan.gpu_budgets):
+        out += _gpu(indices, b)
     for h in plan.host_budgets:
         where = "Host RAM" if h.node < 0 else f"NUMA node {h.node}"
         out.append(
@@ -65,49 +103,60 @@ def table_text(plan: Plan, explain: bool = False) -> str:
         out += _items(h.items, h.capacity)
     if plan.forecast is not None:
         f = plan.forecast
-        out.append(
-            f"\nDecode forecast (1 stream, short context): about {f.estimate_tok_s:.1f} tok/s; bandwidth bound "
+        out.append("")
+        out += wrap(
+            f"Decode forecast (1 stream, short context): about {f.estimate_tok_s:.1f} tok/s; bandwidth bound "
             f"{f.bound_tok_s:.1f} tok/s"
         )
-        out += [f"  {a}" for a in f.assumptions]
+        for a in f.assumptions:
+            out += wrap(a, "  ")
     if plan.layers is not None:
         lp = plan.layers
         out.append(
             "\nKTransformers layer-wise placement (--format kt-rules) — " + ("fits" if lp.fits else "does not fit")
         )
-        out += [f"  {line}" for line in lp.explanation + lp.overflows]
+        for line in lp.explanation + lp.overflows:
+            out += wrap(line, "  ")
         for r, b in zip(lp.ranges, lp.budgets, strict=True):
             cpu = f", experts of {len(r.cpu_expert_layers)} on CPU" if r.cpu_expert_layers else ""
             out.append(f"  GPU {r.gpu}: layers {r.first}-{r.last}{cpu}: {human(b.used)} of {human(b.total)}")
-        out.append(
-            "  Which to use: the SGLang-KT plan above for serving (OpenAI API, continuous batching, CPU experts at "
-            "their\n"
-            "  native precision); the layer-wise rules for legacy KTransformers runs that want most experts on the "
-            "GPUs."
+        out += wrap(
+            "Which to use: the SGLang-KT plan above for serving (OpenAI API, continuous batching, CPU experts at "
+            "their native precision); the layer-wise rules for legacy KTransformers runs that want most experts on "
+            "the GPUs.",
+            "  ",
         )
     if plan.suggestions:
         out.append("\nChanges that fit, smallest first:")
-        out += [f"  {s.change:28} {s.effect}" for s in plan.suggestions]
+        for s in plan.suggestions:
+            out += wrap(f"{s.change}: {s.effect}", "  ")
     elif not plan.fits:
         out.append("\nNo single change fits: a larger GPU, more GPUs or more RAM is needed.")
     if plan.notices:
         out.append("")
-        out += [f"[{n.severity}] {n.line()}" for n in plan.notices]
+        for n in plan.notices:
+            out += wrap(f"[{n.severity}] {n.line()}")
     if explain:
         out.append("\nEvery flag and why:")
-        out += [f"  {f.name} {'' if f.value is True else f.value}\n      {f.why}" for f in plan.flags]
+        for flag in plan.flags:
+            out.append(f"  {flag.name} {'' if flag.value is True else flag.value}")
+            out += wrap(flag.why, "      ", "")
         out.append("Environment:")
-        out += [f"  {e.name}={e.value}\n      {e.why}" for e in plan.env]
+        for e in plan.env:
+            out.append(f"  {e.name}={e.value}")
+            out += wrap(e.why, "      ", "")
         out.append("Budget lines (what each models, and the runtime's file and line):")
         for b in plan.gpu_budgets[:1]:
-            out += [
-                f"  {i.name}: {i.why}"
-                + (f" [{i.source}]" if i.source else "")
-                + (f" — live in {', '.join(i.live)}" if i.live else "")
-                for i in b.items
-            ]
+            for i in b.items:
+                out += wrap(
+                    f"{i.name}: {i.why}"
+                    + (f" [{i.source}]" if i.source else "")
+                    + (f" — live in {', '.join(i.live)}" if i.live else ""),
+                    "  ",
+                )
         for h in plan.host_budgets[:1]:
-            out += [f"  {i.name}: {i.why}" for i in h.items]
+            for i in h.items:
+                out += wrap(f"{i.name}: {i.why}", "  ")
     else:
         out.append("\nlaunch_server arguments (--format args; --explain gives every reason):")
         out += ["  " + line for line in args_text(plan).splitlines()]

@@ -501,6 +501,10 @@ def serve(args) -> None:
             hog.append(bytearray(64 * 2**20))
     if FAIL == "sigill":
         os.kill(os.getpid(), signal.SIGILL)
+    shards = max(1, len(list(model.glob("*.safetensors"))))
+    for i in range(1, shards + 1):  # the loader's tqdm bar, as SGLang prints it
+        time.sleep(STEP / shards)
+        log(f"Loading safetensors checkpoint shards: {100 * i // shards:3d}% Completed | {i}/{shards} [00:00<00:00]")
     phase("weights")
     avail -= weights
     log(

@@ -1,0 +1,91 @@
+"""chat: a short streaming smoke test against a server ktwizard launched (or any OpenAI-compatible URL)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from ktwizard.errors import BadInput, KtwizardError
+
+
+def _target(ref: str) -> str:
+    """A deployment name (its record) or a URL."""
+    from ktwizard.inputs import parse_url
+
+    if "://" in ref:
+        return parse_url(ref, "URL").rstrip("/")
+    from ktwizard.deploy import records
+
+    rec = records.load(ref)
+    if rec is None:
+        raise BadInput(f"{ref}: no deployment of that name (ktwizard ps lists them) and not a URL")
+    return rec.url
+
+
+def _model(url: str) -> str:
+    import httpx
+
+    try:
+        data = httpx.get(f"{url}/v1/models", timeout=10).json()
+        return str(data["data"][0]["id"])
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise KtwizardError(
+            f"{url}/v1/models did not name a model ({exc.__class__.__name__}); is it serving?"
+        ) from None
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    import httpx
+
+    from ktwizard.bench.client import stream_chat
+
+    url = _target(args.target)
+    model = args.model or _model(url)
+    timeout = httpx.Timeout(connect=10.0, read=args.max_seconds, write=30.0, pool=10.0)
+
+    def show(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    async def once() -> None:
+        async with asyncio.timeout(args.max_seconds), httpx.AsyncClient(timeout=timeout) as http:
+            r = await stream_chat(
+                http, url, model, args.prompt, args.max_tokens, on_text=show, ignore_eos=False, temperature=0.6
+            )
+        span = r.token_times[-1] - r.token_times[0]
+        rate = (len(r.token_times) - 1) / span if span > 0 else 0.0
+        print(
+            f"\n-- {model}: first token after {r.ttft:.2f} s, {r.completion_tokens} tokens, {rate:.1f} tok/s",
+            file=sys.stderr,
+        )
+
+    try:
+        asyncio.run(once())
+    except TimeoutError:
+        raise KtwizardError(f"no complete answer within {args.max_seconds:.0f} s (--max-seconds)") from None
+    except (httpx.HTTPError, RuntimeError) as exc:
+        raise KtwizardError(f"{url}: {exc}"[:300]) from None
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ktwizard.cli.options import count, seconds
+
+    ch = sub.add_parser(
+        "chat",
+        help="stream one answer from a running server: a smoke test with time to first token and tok/s",
+        epilog="examples:\n  ktwizard chat ktwizard-kimi-k2.7-code\n"
+        '  ktwizard chat http://127.0.0.1:30000 --prompt "Write a haiku about RAM"',
+    )
+    ch.add_argument("target", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL")
+    ch.add_argument("--prompt", default="Say hello in one short sentence.", help="what to ask")
+    ch.add_argument("--model", help="the served model id (default: the one /v1/models names)")
+    ch.add_argument(
+        "--max-tokens", type=count("--max-tokens", 1, 32768), default=256, metavar="N", help="longest answer"
+    )
+    ch.add_argument(
+        "--max-seconds", type=seconds("--max-seconds", 1.0, 3600.0), default=300.0, metavar="S",
+        help="give up after S seconds",
+    )  # fmt: skip
+    ch.set_defaults(func=cmd_chat)

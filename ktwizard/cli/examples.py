@@ -1,0 +1,33 @@
+"""Examples shown under each subcommand's help (one table, so every command has them)."""
+
+EXAMPLES = {
+    "probe": "ktwizard probe\n  ktwizard probe --json\n  ktwizard probe --save host.yaml --weights /models",
+    "presets": "ktwizard presets\n  ktwizard presets --host rtx-pro-6000-epyc-9355\n  ktwizard presets --json",
+    "plan": "ktwizard plan --preset kimi-k2.7-code --host rtx-pro-6000-epyc-9355 --context 160k --concurrency 2\n"
+    "  ktwizard plan --model /models/DeepSeek-V3 --format docker\n"
+    "  ktwizard plan --preset deepseek-v2 --host 8x-l40-46gb --format kt-rules",
+    "launch": "ktwizard launch --preset kimi-k2.7-code --weights /models/Kimi-K2.7-Code --context 160k\n"
+    "  ktwizard launch --plan plan.json --detach\n  ktwizard launch --profile my-kimi --native",
+    "stop": "ktwizard stop ktwizard-kimi-k2.7-code",
+    "logs": "ktwizard logs ktwizard-kimi-k2.7-code -f --tail 100",
+    "ps": "ktwizard ps\n  ktwizard ps --json",
+    "restart": "ktwizard restart ktwizard-kimi-k2.7-code",
+    "chat": "ktwizard chat ktwizard-kimi-k2.7-code\n  ktwizard chat http://127.0.0.1:30000 --prompt 'Write a haiku'",
+    "fleet": "ktwizard fleet plan --preset kimi-k2.7-code --host a.yaml --host b.yaml --format k8s\n"
+    "  ktwizard fleet launch --preset kimi-k2.7-code --weights /models/K --detach\n  ktwizard fleet status NAME",
+    "fleet plan": "ktwizard fleet plan --preset kimi-k2.7-code --host big-2s.yaml --host rtx.yaml\n"
+    "  ktwizard fleet plan --preset qwen3-235b-a22b --host xeon-2s-amx-4x4090-48gb --format compose --with-monitoring\n"
+    "  ktwizard fleet plan ... --format k8s --weights-claim kimi-weights --k8s-nodes rtx.yaml=gpu-a,gpu-b",
+    "fleet launch": "ktwizard fleet launch --preset kimi-k2.7-code --weights /models/K --detach\n"
+    "  ktwizard fleet launch --plan fleet.json --router docker --router-image sglang-router:local",
+    "fleet stop": "ktwizard fleet stop ktwizard-fleet-kimi-k2.7-code",
+    "fleet status": "ktwizard fleet status ktwizard-fleet-kimi-k2.7-code --json",
+    "monitor": "ktwizard monitor --container ktwizard-kimi-k2.7-code\n"
+    "  ktwizard monitor --url http://127.0.0.1:30000 --once --json\n  ktwizard monitor --fleet NAME --web",
+    "exporter": "ktwizard exporter --container ktwizard-kimi-k2.7-code --port 9400",
+    "grafana": "ktwizard grafana --out ktwizard-dashboard.json",
+    "bench": "ktwizard bench --url http://127.0.0.1:30000 --contexts 8k,32k --compare kimi-k2.7-code",
+    "image": "ktwizard image render --out build/\n  ktwizard image build --tag sglang-kt:local",
+    "doctor": "ktwizard doctor\n  ktwizard doctor --image sglang-kt:local --port 30000",
+    "completion": 'eval "$(ktwizard completion bash)"\n  ktwizard completion zsh > ~/.zfunc/_ktwizard',
+}
