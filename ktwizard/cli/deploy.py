@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ktwizard.errors import EXIT_NO_FIT, BadInput, KtwizardError
+from ktwizard.errors import EXIT_NO_FIT, KtwizardError
 
 
 def _load_plan(args: argparse.Namespace):
@@ -90,36 +90,9 @@ def _keep(name: str, kind: str, value: object) -> None:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from ktwizard.deploy import records
-    from ktwizard.render.docker import check_name
+    from ktwizard.deploy.stop import stop_deployment
 
-    check_name(args.name)
-    try:
-        rec = records.load(args.name)
-        kept = rec is not None
-    except BadInput:  # a record that cannot be read is still cleared below
-        rec, kept = None, True
-    if rec is not None and rec.kind == "native" and rec.pid:
-        from ktwizard.deploy.native_proc import stop_group
-
-        stop_group(rec.pid)
-        records.forget(args.name)
-        print(f"stopped {args.name} (process group {rec.pid})", file=sys.stderr)
-        return 0
-    from ktwizard.deploy.engine import connect, find_managed
-
-    try:
-        container = find_managed(connect(), args.name)
-    except BadInput:
-        if not kept:
-            raise
-        records.forget(args.name)
-        print(f"{args.name}: its container is already gone; cleared the deployment record", file=sys.stderr)
-        return 0
-    container.stop(timeout=args.timeout)
-    container.remove(force=True)
-    records.forget(args.name)
-    print(f"stopped and removed {args.name}", file=sys.stderr)
+    print(stop_deployment(args.name, args.timeout), file=sys.stderr)
     return 0
 
 

@@ -120,11 +120,34 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_monitor_replay(args: argparse.Namespace) -> int:
+    """--replay FILE: a recording through the dashboard (or its last sample with --once)."""
+    from ktwizard.monitor.recording import Replay, read_samples
+
+    if args.url or args.container or args.fleet:
+        raise BadInput("--replay plays a recording: give it without --url, --container or --fleet")
+    samples = read_samples(args.replay)
+    if args.once:
+        from ktwizard.serial import dump_json
+
+        sys.stdout.write(dump_json(samples[-1]) if args.json else _text(samples[-1]))
+        return 0
+    if not _terminal():
+        raise BadInput("the dashboard needs a terminal; use --once to print the recording's last sample")
+    from ktwizard.tui.monitor_app import MonitorApp
+
+    app = MonitorApp(source=Replay(samples), interval=args.interval, gpus=False)
+    app.run()
+    return app.return_code or 0
+
+
 def cmd_monitor(args: argparse.Namespace) -> int:
     if args.json and not args.once:
         raise BadInput("--json prints one sample: use it with --once (the live dashboard is for a terminal)")
     if args.web:
         return cmd_monitor_web(args)
+    if args.replay:
+        return cmd_monitor_replay(args)
     if args.fleet:
         if args.url or args.container:
             raise BadInput("--fleet watches a whole fleet: give it alone, without --url or --container")
@@ -138,6 +161,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         mon.sample()
         time.sleep(args.interval)  # a second scrape turns counters into rates
         sample = mon.sample()
+        if args.record:
+            from ktwizard.monitor.recording import open_recording, write_sample
+
+            with open_recording(args.record) as fh:
+                write_sample(fh, sample)
         sys.stdout.write(dump_json(sample) if args.json else _text(sample))
         srv, box = sample.server, sample.container
         down = (srv is not None and not srv.up) or (box is not None and box.state in ("exited", "dead", "gone"))
@@ -154,7 +182,18 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
     from ktwizard.tui.monitor_app import MonitorApp
 
-    app = MonitorApp(url=url, container=container, interval=args.interval, gpus=not args.no_gpu)
+    if args.record:
+        from ktwizard.monitor.recording import open_recording
+
+        open_recording(args.record).close()  # a path that cannot be written fails now, not in the dashboard
+    app = MonitorApp(
+        url=url,
+        container=container,
+        interval=args.interval,
+        gpus=not args.no_gpu,
+        record=args.record,
+        deployment=args.container,
+    )
     app.run()
     return app.return_code or 0  # a crash inside the app is not a success
 
@@ -207,6 +246,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo.add_argument("--once", action="store_true", help="print one combined sample and exit")
     mo.add_argument("--json", action="store_true", help="with --once: the sample as JSON")
     mo.add_argument("--no-gpu", action="store_true", help="do not poll NVML")
+    mo.add_argument("--record", metavar="FILE", help="append every sample to FILE as one JSON line")
+    mo.add_argument("--replay", metavar="FILE", help="play a --record file through the dashboard")
     mo.add_argument("--web", action="store_true", help="serve the dashboard to browsers (textual-serve)")
     mo.add_argument("--web-port", type=port("--web-port"), default=8765, metavar="P", help="web port (default 8765)")
     mo.add_argument("--bind", default="127.0.0.1", help="with --web: address to listen on (default 127.0.0.1)")

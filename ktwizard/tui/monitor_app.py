@@ -34,14 +34,16 @@ class MonitorScreen(Screen):
     """The live dashboard: samplers run in a thread worker and post samples; panes render them from reactives."""
 
     BINDINGS = [
+        Binding("escape", "back", "back"),
         Binding("p", "pause", "pause"),
         Binding("plus,equals_sign", "interval(0.5)", "slower"),
         Binding("minus", "interval(-0.5)", "faster"),
-        Binding("1", "focus_pane('gpu')", "GPU", show=False),
-        Binding("2", "focus_pane('host')", "host", show=False),
-        Binding("3", "focus_pane('throughput')", "throughput", show=False),
-        Binding("4", "focus_pane('log')", "log", show=False),
+        Binding("1", "zoom('gpu')", "zoom 1-4", key_display="1-4"),
+        Binding("2", "zoom('host')", "host", show=False),
+        Binding("3", "zoom('throughput')", "throughput", show=False),
+        Binding("4", "zoom('log')", "log", show=False),
         Binding("l", "toggle_log", "full log"),
+        Binding("ctrl+k", "stop_server", "stop server…", key_display="^k"),
     ]
 
     def __init__(
@@ -52,11 +54,15 @@ class MonitorScreen(Screen):
         gpus: bool = True,
         source: SampleSource | None = None,
         predicted: dict[int, int] | None = None,
+        record: str | None = None,
+        deployment: str | None = None,
     ) -> None:
         super().__init__(name="monitor")
         self.url, self.container, self.interval, self.want_gpus = url, container, interval, gpus
         self.source = source
         self.predicted = predicted
+        self.record_to = record
+        self.deployment = deployment or container  # what ^k stops (a record's name)
         self.paused = False
         self.busy = False
         self.samples = 0
@@ -77,6 +83,11 @@ class MonitorScreen(Screen):
     def on_mount(self) -> None:
         self.app.sub_title = f"monitor {self.url or self.container or ''}"
         self.panes = list(self.query(Pane))  # fixed for the screen's life; a query per sample costs more than a pane
+        whose = machine_note(self.url)
+        self.query_one(GpuPane).border_title = f"1 GPU memory · {whose}"
+        self.query_one(HostPane).border_title = f"2 Host memory · {whose}"
+        self.query_one(ThroughputPane).border_title = "3 Throughput · the server"
+        self.query_one(LogPane).border_title = "4 Log"
         self.polled = self.visible_panes()
         if self.container:
             self.follow_log()  # before the sampling loop: its Monitor reads the log when /metrics is off
@@ -99,6 +110,10 @@ class MonitorScreen(Screen):
             from ktwizard.monitor.session import Monitor
 
             self.source = Monitor(url=self.url, container=self.container, gpus=self.want_gpus, log=self.log_follower)
+        if self.record_to:
+            from ktwizard.monitor.recording import Recorder
+
+            self.source = Recorder(self.source, self.record_to)
         due = time.monotonic()
         while not worker.is_cancelled:
             self._wake.wait(max(0.0, due - time.monotonic()))
@@ -138,12 +153,65 @@ class MonitorScreen(Screen):
         self.poll()  # the loop takes the new interval from this sample on
         self.notify(f"sampling every {self.interval:g} s")
 
-    def action_focus_pane(self, pane: str) -> None:
-        self.query_one(f"#{pane}").focus()
+    def action_zoom(self, pane: str) -> None:
+        """1-4: that pane fills the screen (the others are not polled); the same key again, or Esc, restores."""
+        grid = self.query_one("#panes")
+        target = self.query_one(f"#{pane}")
+        zoomed = grid.has_class("zoom") and target.has_class("zoomed")
+        for p in grid.children:
+            p.remove_class("zoomed")
+        grid.set_class(not zoomed, "zoom")
+        grid.remove_class("full-log")
+        if not zoomed:
+            target.add_class("zoomed")
+        (target.query_one("#log-lines") if pane == "log" else target).focus()
+        self.polled = self.visible_panes()
+        self.query_one(LogPane).set_wrapped(not zoomed and pane == "log")
+
+    def action_back(self) -> None:
+        grid = self.query_one("#panes")
+        if grid.has_class("zoom") or grid.has_class("full-log"):
+            grid.remove_class("zoom")
+            grid.remove_class("full-log")
+            self.query_one(LogPane).set_wrapped(False)
+            self.polled = self.visible_panes()
+        elif len(self.app.screen_stack) > 2:  # opened from the wizard's Launch step: back to it
+            self.app.pop_screen()
 
     def action_toggle_log(self) -> None:
-        self.query_one("#panes").toggle_class("full-log")
+        grid = self.query_one("#panes")
+        grid.remove_class("zoom")
+        grid.toggle_class("full-log")
+        self.query_one(LogPane).set_wrapped(grid.has_class("full-log"))
         self.polled = self.visible_panes()
+
+    def action_stop_server(self) -> None:
+        from ktwizard.tui.confirm import Confirm
+
+        if not self.deployment:
+            self.notify("only a server ktwizard launched can be stopped here (--container NAME)", severity="warning")
+            return
+        self.app.push_screen(
+            Confirm(f"Stop and remove {self.deployment}? Its weights must load again to serve.", yes="Stop it"),
+            self._stop_confirmed,
+        )
+
+    def _stop_confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.stop_worker()
+
+    @work(thread=True, exclusive=True, group="stop")
+    def stop_worker(self) -> None:
+        from ktwizard.deploy.stop import stop_deployment
+        from ktwizard.errors import KtwizardError
+
+        try:
+            said = stop_deployment(self.deployment or "")
+        except KtwizardError as exc:
+            self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
+            return
+        self.app.call_from_thread(self.notify, said, timeout=10)
+        self.deployment = None
 
     def on_unmount(self) -> None:
         self.workers.cancel_all()
@@ -152,16 +220,37 @@ class MonitorScreen(Screen):
             self.log_follower.close()
 
 
+def machine_note(url: str | None) -> str:
+    """Whose machine the GPU and host panes show: always this one, which may not be the server's."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname if url else None
+    if host in (None, "127.0.0.1", "localhost", "::1", "0.0.0.0"):
+        return "this machine"
+    import socket
+
+    if host in (socket.gethostname(), socket.getfqdn()):
+        return "this machine"
+    return f"this machine, not {host}"
+
+
 class MonitorApp(App):
     """`ktwizard monitor`: the dashboard on its own."""
 
     CSS_PATH = "monitor.tcss"
     TITLE = "ktwizard monitor"
-    BINDINGS = [Binding("q", "quit", "quit")]
+    BINDINGS = [Binding("q", "quit", "quit (the server keeps running)")]
 
     def __init__(self, **kw) -> None:
         super().__init__()
         self.kw = kw
+        self.farewell = ""
+
+    async def action_quit(self) -> None:
+        screen = self.screen
+        name = getattr(screen, "deployment", None)
+        self.farewell = f"{name} keeps running: ktwizard stop {name} stops it" if name else "the server keeps running"
+        self.exit(message=self.farewell)
 
     def get_default_screen(self) -> Screen:
         return MonitorScreen(**self.kw)

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Log
+from textual.widgets import Log, RichLog
 
 from ktwizard.monitor.samples import HISTORY, Sample
 from ktwizard.tui.rows import Rows
@@ -173,6 +173,11 @@ class HostPane(Pane):
 
     def __init__(self, **kw) -> None:
         super().__init__("Host memory", **kw)
+        self.ram = History()
+
+    def record(self, s: Sample) -> None:
+        if s.host is not None:
+            self.ram.add(s.t, s.host.total - s.host.available)
 
     def lines(self, s: Sample, width: int) -> list[Text]:
         if s.host is None:
@@ -208,6 +213,7 @@ class HostPane(Pane):
                     f"  restarts {c.restarts}"
                 )
             )
+        rows += self.ram.draw("RAM used", width, top=h.total)
         return rows
 
 
@@ -216,11 +222,18 @@ class ThroughputPane(Pane):
 
     def __init__(self, **kw) -> None:
         super().__init__("Throughput", **kw)
-        self.decode = History()
+        self.decode, self.kv, self.itl = History(), History(), History()
 
     def record(self, s: Sample) -> None:
-        if s.server is not None and s.server.up and s.server.decode_tps is not None:
-            self.decode.add(s.t, s.server.decode_tps)
+        v = s.server
+        if v is None or not v.up:
+            return
+        if v.decode_tps is not None:
+            self.decode.add(s.t, v.decode_tps)
+        if v.kv_usage is not None:
+            self.kv.add(s.t, v.kv_usage * 100)
+        if v.itl_p95 is not None:
+            self.itl.add(s.t, v.itl_p95 * 1000)
 
     def lines(self, s: Sample, width: int) -> list[Text]:
         v = s.server
@@ -240,6 +253,8 @@ class ThroughputPane(Pane):
                 f"{fmt(v.itl_p95 and v.itl_p95 * 1000, ' ms', 0)}"
             ),
             *self.decode.draw("decode tok/s", width),
+            *self.kv.draw("KV use %", width, top=100.0),
+            *self.itl.draw("inter-token latency p95, ms", width),
         ]
 
 
@@ -255,16 +270,41 @@ class AlertsPane(Pane):
 
 
 class LogPane(Vertical):
-    """The container's log tail, phase and error lines highlighted."""
-
-    can_focus = True
+    """The container's log tail. Its lines scroll by keyboard (arrows, PgUp/PgDn, Home/End once focused); full-log
+    mode shows each line whole, wrapped, instead of cut at the pane's edge."""
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.border_title = "Log"
+        self.kept: deque[str] = deque(maxlen=500)
+        self.wrapped = False
 
     def compose(self) -> ComposeResult:
         yield Log(id="log-lines", max_lines=500)
+        yield RichLog(id="log-wrapped", max_lines=500, wrap=True, markup=False, highlight=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#log-wrapped", RichLog).display = False
 
     def add(self, line: str) -> None:
-        self.query_one("#log-lines", Log).write_line(line)
+        self.kept.append(line)
+        if self.wrapped:
+            self.query_one("#log-wrapped", RichLog).write(line)
+        else:
+            self.query_one("#log-lines", Log).write_line(line)
+
+    def set_wrapped(self, on: bool) -> None:
+        """Full-log mode: the same lines, wrapped (a RichLog costs more, so only while it is shown alone)."""
+        if on == self.wrapped:
+            return
+        self.wrapped = on
+        plain, wrapped = self.query_one("#log-lines", Log), self.query_one("#log-wrapped", RichLog)
+        target = wrapped if on else plain
+        target.clear()
+        if on:
+            for line in self.kept:
+                wrapped.write(line)
+        else:
+            plain.write_lines(list(self.kept))
+        plain.display, wrapped.display = not on, on
+        target.focus()

@@ -16,6 +16,7 @@ from textual.widget import Widget
 
 class Rows(Widget):
     DEFAULT_CSS = "Rows { height: 1fr; }"
+    ZOOM_HINT = "zoom with 1-4"
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -52,6 +53,8 @@ class Rows(Widget):
         for y in range(max(len(old), len(new))):
             if y >= len(old) or y >= len(new) or old[y] != new[y]:
                 self.refresh(Region(0, y, width, 1))
+        if len(new) > self.content_size.height > 0:  # the "more lines" note sits on the last visible row
+            self.refresh(Region(0, self.content_size.height - 1, width, 1))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return len(self._visual) or 1
@@ -59,6 +62,10 @@ class Rows(Widget):
     def render_line(self, y: int) -> Strip:
         # Textual's styles cache keeps the rendered lines; this runs only for rows marked dirty.
         width, style = self.size.width, self.rich_style
+        height = self.content_size.height
+        if 0 < height < len(self._visual) and y == height - 1:  # a pane too small for its rows says so
+            note = Text(f"… {len(self._visual) - y} more line(s): {self.ZOOM_HINT}", style="italic grey62")
+            return Strip(Segment.apply_style(note.render(self.app.console), style)).crop_extend(0, width, style)
         if y >= len(self._visual):
             return Strip.blank(width, style)
         return Strip(Segment.apply_style(self._visual[y].render(self.app.console), style)).crop_extend(0, width, style)

@@ -73,29 +73,81 @@ def warnings_text(host: HostProfile) -> Text:
 
 
 def stacked(items: tuple[BudgetItem, ...], total: int, width: int = 60) -> Text:
+    """One bar of `width` cells; past the total it is cut and ends in a red ▶ (it never wraps onto a second line)."""
     t = Text()
     used = 0
     for i in items:
         cells = round(i.bytes / total * width) if total else 0
+        cells = min(cells, width - used)
         t += Text("█" * cells, style=COLOURS.get(i.phase, "white"))
         used += cells
+    if total and sum(i.bytes for i in items) > total:
+        return t[: width - 1] + Text("▶", style="bold red")
     t += Text("·" * max(0, width - used), style="grey30")
     return t
 
 
 def budget_text(plan: Plan, width: int = 60) -> Text:
+    """Per GPU (identical GPUs as one block) and per NUMA node: a stacked bar of the peak, then every item."""
+    from ktwizard.render.table import gpu_groups
+
     t = Text()
-    for b in plan.gpu_budgets:
+    for indices, b in gpu_groups(plan.gpu_budgets):
         at = b.phase_items(b.binding)  # the items alive at the peak, so the bar's length is the peak
-        t += Text(f"GPU {b.gpu}  ") + stacked(at, b.total, width) + Text(f"  {human(b.used)}/{human(b.total)}\n")
+        label = f"GPU {b.gpu}" if len(indices) == 1 else f"GPU {indices[0]}-{indices[-1]} each"
+        over = b.free < b.margin
+        t += Text(f"{label}: peak {human(b.used)} of {human(b.total)} at {b.binding}", style="bold red" if over else "")
+        t += Text(f", margin {human(b.margin)}\n")
+        t += stacked(at, b.total, width) + Text("\n")
+        t += _itemised(b.items)
     for h in plan.host_budgets:
-        label = "RAM   " if h.node < 0 else f"node{h.node} "
-        t += Text(label) + stacked(h.items, h.capacity, width) + Text(f"  {human(h.used)}/{human(h.capacity)}\n")
+        label = "host RAM" if h.node < 0 else f"NUMA node {h.node}"
+        t += Text(f"{label}: {human(h.used)} of {human(h.capacity)}\n", style="" if h.fits else "bold red")
+        t += stacked(h.items, h.capacity, width) + Text("\n")
+        t += _itemised(h.items)
     t += (
         Text("legend: ")
         + Text("before ", style=COLOURS["before"])
         + Text("weights ", style=COLOURS["weights"])
         + Text("KV ", style=COLOURS["kv"])
         + Text("runtime", style=COLOURS["runtime"])
+        + Text("  (~ an estimate)\n")
     )
     return t
+
+
+def _itemised(items: tuple[BudgetItem, ...]) -> Text:
+    t = Text()
+    for i in items:
+        t += Text("  ■ ", style=COLOURS.get(i.phase, "white"))
+        t += Text(f"{i.name:30} {('~' if i.estimate else '') + human(i.bytes):>12}\n")
+    return t
+
+
+def notes_text(plan: Plan) -> Text:
+    """The decode forecast and every warning with its fix, as in `plan --format table`."""
+    t = Text()
+    if plan.forecast is not None:
+        f = plan.forecast
+        t += Text(
+            f"decode forecast: about {f.estimate_tok_s:.1f} tok/s for one stream (bandwidth bound "
+            f"{f.bound_tok_s:.1f})\n",
+            style="cyan",
+        )
+    for n in plan.notices:
+        t += Text(f"[{n.severity}] {n.line()}\n", style="yellow" if n.severity in ("warn", "error") else "grey70")
+    return t
+
+
+def flags_table(plan: Plan):
+    """Every flag with its reason, the reason wrapped to the width (never cut)."""
+    from rich.table import Table
+
+    table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
+    table.add_column("flag", no_wrap=True)
+    table.add_column("value", overflow="fold", max_width=28)
+    table.add_column("why", ratio=1, overflow="fold")
+    for f in plan.flags:
+        value = " ".join(map(str, f.value)) if isinstance(f.value, tuple) else str(f.value)
+        table.add_row(f.name, "" if f.value is True else value, f.why)
+    return table

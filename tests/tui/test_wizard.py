@@ -28,7 +28,9 @@ async def to_plan(pilot, search="kimi-k2.7", weights=None):
     ol = app.screen.query_one("#presets")
     ol.focus()
     ol.highlighted = 0
-    await pilot.press("enter")
+    await pilot.press("enter")  # chooses the preset; the weights folder has the focus now
+    await pilot.pause()
+    await pilot.press("ctrl+n")
     await pilot.pause()
 
 
@@ -40,6 +42,16 @@ async def set_input(pilot, id_: str, value: str):
 
 def text(app, id_: str) -> str:
     return str(app.screen.query_one(f"#{id_}").render())
+
+
+def rendered(app, id_: str) -> str:
+    """What a widget shows, as plain text at its own width."""
+    from rich.console import Console
+
+    w = app.screen.query_one(f"#{id_}")
+    console = Console(width=w.size.width or 100, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(w.content)
+    return console.export_text()
 
 
 def test_whole_flow_reaches_launch_with_the_cli_args(state_home, tmp_path, monkeypatch):
@@ -62,8 +74,10 @@ def test_whole_flow_reaches_launch_with_the_cli_args(state_home, tmp_path, monke
                 and app.state.plan.gpu_budgets[0].item("KV pool") < kv_before
             )
             assert app.state.plan.gpu_experts > experts_before
-            rows = app.screen.query_one("#flags")
-            assert rows.row_count == len(app.state.plan.flags)
+            shown_flags = rendered(app, "flags")
+            for f in app.state.plan.flags:  # every flag, and every reason whole (wrapped, never cut)
+                assert f.name in shown_flags
+                assert " ".join(f.why.split()[-3:]) in " ".join(shown_flags.split()), f.name
             await set_input(pilot, "context", "lots")
             assert "whole numbers" in text(app, "verdict")
             await set_input(pilot, "context", "65536")
@@ -165,6 +179,8 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
             s.query_one("#env").value = "STANDIN_STEP_S=0.05"
             s.query_one("#formats").focus()
             await pilot.press("l")
+            await pilot.pause()
+            await pilot.press("y")  # the confirmation
             for _ in range(300):
                 await pilot.pause(0.1)
                 if isinstance(app.screen, MonitorScreen) and app.screen.samples >= 2:

@@ -1,4 +1,5 @@
-"""What every wizard step shares: back/next keys, the step title, the state it reads."""
+"""What every wizard step shares: back/next keys, the step title, the state it reads, and the rule that a single
+letter never acts while the focus is somewhere text can be typed."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.widgets import Input, TextArea
 
 from ktwizard.tui.state import WizardHost, WizardState
 
@@ -16,7 +18,26 @@ if TYPE_CHECKING:
 
 class Step(Screen):
     STEP = ""
-    BINDINGS = [Binding("escape", "app.back", "back"), Binding("ctrl+n,n", "next", "next", key_display="^n")]
+    BINDINGS = [
+        Binding("escape", "app.back", "back"),
+        Binding("ctrl+n", "next", "next", key_display="^n"),
+        Binding("n", "next_letter", "next", show=False),
+    ]
+    # actions bound to single letters: off (and out of the footer) while the focus is where text is typed, or on
+    # a read-only text area, which looks like a box to type in
+    LETTERS = frozenset({"next_letter"})
+    NEXT = True  # False on the last step: no ^n is shown
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("next", "next_letter") and not self.NEXT:
+            return False
+        return not (action in self.LETTERS and isinstance(self.focused, Input | TextArea))
+
+    def action_next_letter(self) -> None:
+        self.action_next()
+
+    def action_next(self) -> None:
+        """Each step says where ^n leads."""
 
     def on_screen_resume(self) -> None:
         self.app.sub_title = self.STEP

@@ -7,16 +7,18 @@ from typing import TextIO, cast
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
+from textual.containers import Grid, Vertical
 from textual.widgets import (
     Footer,
     Header,
     Input,
-    Log,
+    Label,
+    RichLog,
     Select,
     Static,
     TabbedContent,
     TabPane,
+    Tabs,
     TextArea,
 )
 
@@ -27,12 +29,15 @@ from ktwizard.tui.state import WizardHost
 
 class LaunchScreen(Step):
     STEP = "4 Launch"
+    NEXT = False  # the last step: launching is its way on
     BINDINGS = [
         *Step.BINDINGS,
+        Binding("ctrl+t", "formats", "formats", key_display="^t"),
         Binding("c", "copy", "copy"),
         Binding("s", "save", "save to file"),
-        Binding("l", "launch", "launch"),
+        Binding("l", "launch", "launch…"),
     ]
+    LETTERS = Step.LETTERS | {"copy", "save", "launch"}
 
     def compose(self) -> ComposeResult:
         from ktwizard.render.docker import container_name
@@ -44,20 +49,34 @@ class LaunchScreen(Step):
             for fmt in TABS:
                 with TabPane(fmt.name, id=f"tab-{fmt.name}"):
                     yield TextArea(fmt.render(plan), read_only=True, id=f"text-{fmt.name}")
-        with Horizontal(id="launch-opts"):
-            yield Input(plan.image or "", placeholder="image", id="image")
-            yield Input(container_name(plan), placeholder="name", id="name")
-            yield Select(
-                [("GPUs from the plan", "plan"), ("no GPUs (stand-in)", "none")],
-                value="plan",
-                allow_blank=False,
-                id="gpu-mode",
-            )
-            yield Input(str(plan.goals.port), placeholder="port", id="port")
-            yield Input("", placeholder="extra env K=V,K=V", id="env")
+        with Grid(id="launch-opts"):
+            with Vertical(classes="field"):
+                yield Label("image")
+                yield Input(plan.image or "", placeholder="sglang-kt:local", id="image")
+            with Vertical(classes="field"):
+                yield Label("name")
+                yield Input(container_name(plan), id="name")
+            with Vertical(classes="field"):
+                yield Label("GPUs")
+                yield Select(
+                    [("from the plan", "plan"), ("none (stand-in)", "none")],
+                    value="plan",
+                    allow_blank=False,
+                    id="gpu-mode",
+                )
+            with Vertical(classes="field"):
+                yield Label("port")
+                yield Input(str(plan.goals.port), id="port")
+            with Vertical(classes="field"):
+                yield Label("environment")
+                yield Input("", placeholder="K=V,K=V", id="env")
         yield Static(id="image-status")
-        yield Log(id="launch-log", max_lines=200)
+        yield RichLog(id="launch-log", max_lines=400, wrap=True, markup=False, highlight=False)
         yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#launch-log", RichLog).border_title = "launch log (phases, plan vs actual, peak check, clients)"
 
     def current(self) -> str:
         tab = self.query_one("#formats", TabbedContent).active or "tab-args"
@@ -77,8 +96,25 @@ class LaunchScreen(Step):
         write_atomic(path, self.current())
         self.notify(f"saved {path}")
 
+    def action_formats(self) -> None:
+        self.query_one("#formats", TabbedContent).query_one(Tabs).focus()
+
     def action_launch(self) -> None:
-        self.launch_worker()
+        """A launch loads hundreds of GB: it asks first."""
+        from ktwizard.tui.confirm import Confirm
+
+        plan = self.plan
+        name = self.query_one("#name", Input).value.strip()
+        question = (
+            f"Launch {plan.model.name} as {name or 'the default name'}?\n\nIt loads the weights from "
+            f"{plan.model_path} ({plan.method}, {plan.gpu_experts} GPU experts per layer) and may take tens of "
+            "minutes."
+        )
+        self.app.push_screen(Confirm(question, yes="Launch"), self._confirmed)
+
+    def _confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.launch_worker()
 
     @work(thread=True, exclusive=True)
     def launch_worker(self) -> None:
@@ -90,7 +126,7 @@ class LaunchScreen(Step):
         from ktwizard.inputs import parse_count, parse_env
 
         plan = self.plan
-        log = self.query_one("#launch-log", Log)
+        log = self.query_one("#launch-log", RichLog)
         try:
             port = self.query_one("#port", Input).value.strip()
             opts = launch_options(
@@ -109,7 +145,7 @@ class LaunchScreen(Step):
             def write(self, s: str) -> int:
                 for line in s.splitlines():
                     if line.strip():
-                        self_app.call_from_thread(log.write_line, line)
+                        self_app.call_from_thread(log.write, line)
                 return len(s)
 
         self_app = self.app
@@ -118,8 +154,15 @@ class LaunchScreen(Step):
             proc = start(plan, opts, out=out)
             deployment, _ = follow_startup(proc, plan, opts, out=out)
             run_peak_check(plan, proc, deployment, opts, out=out)
+            from dataclasses import replace
+
+            from ktwizard.render.clients import clients_text
+
+            served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))
+            out.write(f"{deployment.name} ready at {deployment.url}; Esc in the monitor comes back to this summary\n")
+            out.write(clients_text(served))
         except KtwizardError as exc:
-            self.app.call_from_thread(log.write_line, f"FAILED: {exc.message}")
+            self.app.call_from_thread(log.write, f"FAILED: {exc.message}")
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
             return
         from ktwizard.tui.monitor_app import MonitorScreen
@@ -132,5 +175,6 @@ class LaunchScreen(Step):
                 container=deployment.name if deployment.kind == "docker" else None,
                 predicted=predicted,
                 gpus=cast(WizardHost, self.app).gpus,
+                deployment=deployment.name,
             ),
         )

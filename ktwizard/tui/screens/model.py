@@ -7,6 +7,7 @@ from dataclasses import replace
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import (
     Button,
@@ -26,19 +27,21 @@ from ktwizard.tui.screens.plan import PlanScreen
 
 class ModelScreen(Step):
     STEP = "2 Model"
+    BINDINGS = [*Step.BINDINGS, Binding("down", "to_list", show=False)]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         with Horizontal():
             with Vertical(id="model-left"):
-                yield Input(placeholder="search presets", id="search")
+                yield Label("search presets (Enter/Down: list)")
+                yield Input(placeholder="kimi, deepseek, qwen3…", id="search")
                 yield OptionList(id="presets")
             with Vertical(id="model-right"):
-                yield Label("or a local checkpoint folder")
+                yield Label("or a checkpoint folder")
                 yield Input(placeholder="/models/DeepSeek-V3", id="model-dir")
                 yield Button("inspect", id="inspect")
-                yield Label("weights folder the server loads")
-                yield Input(placeholder="/models/...", id="weights")
+                yield Label("weights folder")
+                yield Input(self.state.goals.weights or "", placeholder="/models/...", id="weights")
                 yield Static(id="model-info")
         yield Footer()
 
@@ -71,10 +74,27 @@ class ModelScreen(Step):
     def search(self, event: Input.Changed) -> None:
         self.fill(event.value)
 
+    @on(Input.Submitted, "#search")
+    def action_to_list(self) -> None:
+        if self.focused is not self.query_one("#search"):
+            return
+        ol = self.query_one("#presets", OptionList)
+        if ol.option_count:
+            ol.focus()
+            ol.highlighted = ol.highlighted or 0
+
     @on(OptionList.OptionSelected, "#presets")
     def chosen(self, event: OptionList.OptionSelected) -> None:
+        """A preset is chosen; the weights folder comes next, then ^n (never a jump past it)."""
         self.state.preset, self.state.model_dir = event.option.id, None
-        self.query_one("#model-info", Static).update(f"preset {event.option.id}")
+        self.query_one("#model-info", Static).update(
+            Text(f"preset {event.option.id} chosen: give the weights folder the server loads (or leave it empty to "
+                 "plan only), then ^n", style="green")
+        )  # fmt: skip
+        self.query_one("#weights", Input).focus()
+
+    @on(Input.Submitted, "#weights")
+    def weights_given(self) -> None:
         self.action_next()
 
     @on(Button.Pressed, "#inspect")
@@ -96,7 +116,11 @@ class ModelScreen(Step):
 
     def action_next(self) -> None:
         # an inspected checkpoint folder is the weights the server loads, unless another folder is given
-        weights = self.query_one("#weights", Input).value.strip() or self.state.model_dir
+        weights = self.query_one("#weights", Input).value.strip() or self.state.model_dir or self.state.goals.weights
         self.state.goals = replace(self.state.goals, weights=weights)
         if self.state.preset or self.state.model_dir:
             self.app.push_screen(PlanScreen())
+        else:
+            self.notify(
+                "choose a preset first (Enter on the list), or inspect a local checkpoint folder", severity="warning"
+            )

@@ -6,12 +6,12 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, VerticalScroll
+from textual.containers import Grid, Vertical, VerticalScroll
 from textual.widgets import (
-    DataTable,
     Footer,
     Header,
     Input,
+    Label,
     Select,
     Static,
 )
@@ -20,7 +20,7 @@ from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Goals
 from ktwizard.tui.screens.base import Step
 from ktwizard.tui.screens.launch import LaunchScreen
-from ktwizard.tui.widgets import budget_text
+from ktwizard.tui.widgets import budget_text, flags_table, notes_text
 
 
 class PlanScreen(Step):
@@ -51,40 +51,38 @@ class PlanScreen(Step):
         g = self.state.goals
         yield Header(show_clock=False)
         with Grid(id="whatif"):
-            yield Input(str(g.context or ""), placeholder="context (auto)", id="context")
-            yield Input(str(g.concurrency), placeholder="concurrency", id="concurrency")
-            yield Input(
-                str(g.gpu_experts if g.gpu_experts is not None else ""),
-                placeholder="GPU experts (auto)",
-                id="gpu-experts",
-            )
-            yield Input(",".join(map(str, g.gpus)) if g.gpus else "", placeholder="GPUs (all)", id="gpus")
-            yield Select(
-                [("bf16", "auto"), ("fp8 e4m3", "fp8_e4m3")],
-                value=g.kv_dtype if g.kv_dtype != "bf16" else "auto",
-                allow_blank=False,
-                id="kv",
-            )
-            yield Select([("native", "")], value="", allow_blank=False, id="method")
-        with VerticalScroll():
+            for label, widget in (
+                ("context (tokens)", Input(str(g.context or ""), placeholder="auto", id="context")),
+                ("concurrency", Input(str(g.concurrency), id="concurrency")),
+                (
+                    "GPU experts / layer",
+                    Input("" if g.gpu_experts is None else str(g.gpu_experts), placeholder="auto", id="gpu-experts"),
+                ),
+                ("GPUs", Input(",".join(map(str, g.gpus or ())), placeholder="all", id="gpus")),
+                (
+                    "KV cache",
+                    Select(
+                        [("bf16", "auto"), ("fp8 e4m3", "fp8_e4m3")],
+                        value=g.kv_dtype if g.kv_dtype != "bf16" else "auto",
+                        allow_blank=False,
+                        id="kv",
+                    ),
+                ),
+                ("kt-method", Select([("native", "")], value="", allow_blank=False, id="method")),
+            ):
+                with Vertical(classes="field"):
+                    yield Label(label)
+                    yield widget
+        with VerticalScroll(id="plan-body"):
             yield Static(id="verdict")
             yield Static(id="budget")
             yield Static(id="suggestions")
-            yield DataTable(id="flags", zebra_stripes=True, cursor_type="row")
+            yield Static(id="notes")
+            yield Static(id="flags")
         yield Footer()
 
     def on_mount(self) -> None:
         super().on_mount()
-        for id_, title in (
-            ("context", "context"),
-            ("concurrency", "concurrency"),
-            ("gpu-experts", "GPU experts/layer"),
-            ("gpus", "GPUs"),
-            ("kv", "KV cache"),
-            ("method", "kt-method"),
-        ):
-            self.query_one(f"#{id_}").border_title = title
-        self.query_one("#flags", DataTable).add_columns("flag", "value", "why")
         from ktwizard.planner.methods import runnable_methods
 
         methods = runnable_methods(self.host.cpu.flags)
@@ -137,7 +135,7 @@ class PlanScreen(Step):
                 style="bold green" if result.fits else "bold red",
             )
         )
-        self.query_one("#budget", Static).update(budget_text(result, width=max(16, min(60, self.size.width - 34))))
+        self.query_one("#budget", Static).update(budget_text(result, width=max(16, min(60, self.size.width - 40))))
         sug = (
             Text(
                 "\n".join(
@@ -148,10 +146,8 @@ class PlanScreen(Step):
             else Text("")
         )
         self.query_one("#suggestions", Static).update(sug)
-        table = self.query_one("#flags", DataTable)
-        table.clear()
-        for f in result.flags:
-            table.add_row(f.name, "" if f.value is True else str(f.value), f.why)
+        self.query_one("#notes", Static).update(notes_text(result))
+        self.query_one("#flags", Static).update(flags_table(result))
 
     def action_next(self) -> None:
         if self.state.plan is not None and self.state.plan.fits:

@@ -1,0 +1,36 @@
+"""A yes/no question over the current screen, for what cannot be undone (a launch, stopping a server)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class Confirm(ModalScreen[bool]):
+    DEFAULT_CSS = """
+    Confirm { align: center middle; }
+    #confirm-box { width: 70; max-width: 95%; height: auto; border: thick $warning; padding: 1 2; background: $panel; }
+    #confirm-buttons { height: auto; margin-top: 1; }
+    #confirm-buttons Button { margin-right: 2; }
+    """
+    BINDINGS = [Binding("escape", "dismiss(False)", "cancel"), Binding("y", "dismiss(True)", "yes", show=False)]
+
+    def __init__(self, question: str, yes: str = "Yes") -> None:
+        super().__init__()
+        self.question, self.yes = question, yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm-box"):
+            yield Static(self.question, id="confirm-question")
+            with Horizontal(id="confirm-buttons"):
+                yield Button(self.yes, id="yes", variant="warning")
+                yield Button("Cancel", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()  # Enter on the default answer changes nothing
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
