@@ -67,6 +67,7 @@ def main() -> None:
         "--sampler-only", action="store_true", help="the headless sampling loop (what --once repeats), no Textual"
     )
     mode.add_argument("--terminal", action="store_true", help="`ktwizard monitor` on a real pseudo-terminal")
+    ap.add_argument("--beside-nvitop", action="store_true", help="with --terminal: nvitop measured in the same run")
     ap.add_argument("--no-gpu", action="store_true", help="skip NVML (as `ktwizard monitor --no-gpu`)")
     args = ap.parse_args()
     port = free_port()
@@ -123,7 +124,7 @@ def main() -> None:
     url = f"http://127.0.0.1:{port}"
     try:
         if args.terminal:
-            result = in_terminal(url, args.seconds, args.no_gpu)
+            result = in_terminal(url, args.seconds, args.no_gpu, args.beside_nvitop)
         else:
             code = SAMPLER_ONLY if args.sampler_only else HEADLESS
             child = subprocess.Popen(
@@ -191,19 +192,19 @@ def watch(pid: int, seconds: float, alive) -> dict:
     }
 
 
-def in_terminal(url: str, seconds: float, no_gpu: bool) -> dict:
-    """`ktwizard monitor` on a pseudo-terminal of 120x40 whose output this process drains, as a terminal would."""
+def spawn_pty(argv: list[str], env: dict[str, str] | None = None):
+    """argv on a pseudo-terminal of 120x40 whose output a thread drains, as a terminal would."""
     import fcntl
     import pty
     import struct
     import termios
 
-    argv = [sys.executable, "-m", "ktwizard", "monitor", "--url", url] + (["--no-gpu"] if no_gpu else [])
     pid, fd = pty.fork()
     if pid == 0:
         os.chdir(REPO)
         os.environ["TERM"] = "xterm-256color"
-        os.execv(sys.executable, argv)
+        os.environ.update(env or {})
+        os.execv(argv[0], argv)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     seen = bytearray()
     written = [0]
@@ -221,19 +222,43 @@ def in_terminal(url: str, seconds: float, no_gpu: bool) -> dict:
             del seen[:-200_000]
 
     threading.Thread(target=drain, daemon=True).start()
+    return pid, fd, written, seen
+
+
+def stop_pty(pid: int, fd: int, quit_key: bytes = b"q") -> None:
+    os.write(fd, quit_key)
+    for _ in range(40):
+        if os.waitpid(pid, os.WNOHANG) != (0, 0):
+            return
+        time.sleep(0.1)
+    os.kill(pid, 9)
+
+
+def in_terminal(url: str, seconds: float, no_gpu: bool, beside_nvitop: bool = False) -> dict:
+    """`ktwizard monitor` on a pseudo-terminal; with beside_nvitop, nvitop (1 s refresh) on another, measured in
+    the same window so both see the same machine and the same load."""
+    argv = [sys.executable, "-m", "ktwizard", "monitor", "--url", url] + (["--no-gpu"] if no_gpu else [])
+    runs = {"ktwizard": spawn_pty(argv)}
+    if beside_nvitop:
+        runs["nvitop"] = spawn_pty([sys.executable, "-m", "nvitop", "--interval", "1"])
+    results: dict[str, dict] = {}
+
+    def measure(name: str, pid: int) -> None:
+        results[name] = watch(pid, seconds, lambda: os.waitpid(pid, os.WNOHANG) == (0, 0))
+
+    threads = [threading.Thread(target=measure, args=(n, r[0])) for n, r in runs.items()]
     try:
-        result = watch(pid, seconds, lambda: os.waitpid(pid, os.WNOHANG) == (0, 0))
-        result["terminal_bytes_written"] = written[0]
-        result["screen_shows_decode"] = b"decode" in seen
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        for name, (_, _, written, _seen) in runs.items():
+            results[name]["terminal_bytes_written"] = written[0]
+        results["ktwizard"]["screen_shows_decode"] = b"decode" in runs["ktwizard"][3]
     finally:
-        os.write(fd, b"q")
-        for _ in range(40):
-            if os.waitpid(pid, os.WNOHANG) != (0, 0):
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, 9)
-    return result
+        for pid, fd, _, _ in runs.values():
+            stop_pty(pid, fd)
+    return results if beside_nvitop else results["ktwizard"]
 
 
 if __name__ == "__main__":
