@@ -239,7 +239,7 @@ class MonitorApp(App):
 
     CSS_PATH = "monitor.tcss"
     TITLE = "ktwizard monitor"
-    BINDINGS = [Binding("q", "quit", "quit (the server keeps running)")]
+    BINDINGS = [Binding("q", "quit", "quit (server stays)")]
 
     def __init__(self, **kw) -> None:
         super().__init__()

@@ -87,6 +87,10 @@ class Pane(Rows):
     def record(self, s: Sample) -> None:
         """Keep what the pane's history lines need."""
 
+    def room(self) -> int:
+        """Rows the pane can show now."""
+        return self.content_size.height
+
     def lines(self, s: Sample, width: int) -> list[Text]:
         raise NotImplementedError
 
@@ -213,7 +217,8 @@ class HostPane(Pane):
                     f"  restarts {c.restarts}"
                 )
             )
-        rows += self.ram.draw("RAM used", width, top=h.total)
+        if self.room() >= len(rows) + 3:
+            rows += self.ram.draw("RAM used", width, top=h.total)
         return rows
 
 
@@ -253,8 +258,10 @@ class ThroughputPane(Pane):
                 f"{fmt(v.itl_p95 and v.itl_p95 * 1000, ' ms', 0)}"
             ),
             *self.decode.draw("decode tok/s", width),
-            *self.kv.draw("KV use %", width, top=100.0),
-            *self.itl.draw("inter-token latency p95, ms", width),
+            # more history only where the pane has the room (zoomed with 3, or a tall terminal): rows nobody sees
+            # would still be drawn and diffed every sample
+            *(self.kv.draw("KV use %", width, top=100.0) if self.room() >= 13 else ()),
+            *(self.itl.draw("inter-token latency p95, ms", width) if self.room() >= 16 else ()),
         ]
 
 
