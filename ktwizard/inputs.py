@@ -239,7 +239,16 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         image=given("image", base.image),
         chat_template=given("chat_template", base.chat_template),
         served_name=given("served_name", base.served_name),
+        api_key_file=_key_file(getattr(args, "api_key_file", None)) or base.api_key_file,
     )
+
+
+def _key_file(path: str | None) -> str | None:
+    if not path:
+        return None
+    from ktwizard.apikey import check_key_file
+
+    return check_key_file(path)
 
 
 def is_loopback(address: str) -> bool:

@@ -67,3 +67,20 @@ async def stream_chat(
     return StreamResult(
         usage.get("prompt_tokens"), usage.get("completion_tokens") or len(times), times[0] - start, tuple(times), start
     )
+
+
+def served_model(url: str, headers: dict[str, str] | None = None) -> str:
+    """The model id the server names first (/v1/models); a server that does not answer is one clear error."""
+    import httpx
+
+    from ktwizard.errors import KtwizardError
+
+    try:
+        resp = httpx.get(f"{url}/v1/models", headers=headers or {}, timeout=10)
+        if resp.status_code in (401, 403):
+            raise KtwizardError(f"{url} wants an API key: give --api-key-file FILE (or set KTWIZARD_API_KEY)")
+        return str(resp.json()["data"][0]["id"])
+    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as exc:
+        raise KtwizardError(
+            f"{url}/v1/models did not answer with a model ({exc.__class__.__name__}); is the server up?"
+        ) from None

@@ -61,7 +61,9 @@ def _http_timeout():
     return httpx.Timeout(connect=10.0, read=900.0, write=60.0, pool=10.0)  # a 128k-token prefill takes minutes
 
 
-async def run(url: str, model: str, sweep: Sweep, progress=print, keep: list | None = None) -> BenchReport:
+async def run(
+    url: str, model: str, sweep: Sweep, progress=print, keep: list | None = None, headers: dict | None = None
+) -> BenchReport:
     """`keep` receives the report so far after every row, so Ctrl-C (which asyncio turns into KeyboardInterrupt
     after cancelling this task) still leaves what was measured."""
     import httpx
@@ -77,7 +79,10 @@ async def run(url: str, model: str, sweep: Sweep, progress=print, keep: list | N
     decode: list[DecodeRow] = []
     try:
         # every read has a timeout, and the whole sweep a deadline: a server that never answers cannot hold it
-        async with asyncio.timeout(sweep.max_seconds), httpx.AsyncClient(timeout=_http_timeout()) as http:
+        async with (
+            asyncio.timeout(sweep.max_seconds),
+            httpx.AsyncClient(timeout=_http_timeout(), headers=headers or {}) as http,
+        ):
             cal = await calibrate(http, url, model)
             report = replace(
                 report,

@@ -11,16 +11,10 @@ from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.inputs import parse_token_list
 
 
-def _model(url: str) -> str:
-    import httpx
+def _model(url: str, headers: dict[str, str]) -> str:
+    from ktwizard.bench.client import served_model
 
-    try:
-        data = httpx.get(f"{url}/v1/models", timeout=10).json()
-        return data["data"][0]["id"]
-    except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-        raise KtwizardError(
-            f"{url}/v1/models did not answer with a model ({exc.__class__.__name__}); is the server up?"
-        ) from None
+    return served_model(url, headers)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -51,7 +45,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_seconds=args.max_seconds,
         published=published,
     )
-    model = args.model or _model(url)  # after the arguments are known to be good
+    from ktwizard.apikey import auth_headers
+
+    headers = auth_headers(args.api_key_file)
+    model = args.model or _model(url, headers)  # after the arguments are known to be good
     import httpx
 
     keep: list = []
@@ -60,7 +57,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from ktwizard.bench.progress import StepProgress
 
         steps = len(sweep.contexts) + len(sweep.decode_contexts) * len(sweep.concurrency)
-        report = asyncio.run(run(url, model, sweep, progress=StepProgress(steps), keep=keep))
+        report = asyncio.run(run(url, model, sweep, progress=StepProgress(steps), keep=keep, headers=headers))
     except KeyboardInterrupt:
         if not keep:
             raise
@@ -87,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     be = sub.add_parser("bench", help="measure prefill (TTFT) and aggregate decode like the recipe's tables")
     be.add_argument("--url", required=True, type=url(), help="the server's base URL")
     be.add_argument("--model", help="model id (default: the server's first)")
+    be.add_argument("--api-key-file", metavar="FILE", help="the server's API key (default: $KTWIZARD_API_KEY, if set)")
     be.add_argument("--contexts", default="8k,16k,32k,64k,128k", help="prefill prompt sizes (empty to skip)")
     be.add_argument(
         "--decode-contexts", default="0,8k,16k,32k,64k,128k", help="prompt lengths decode is measured after"

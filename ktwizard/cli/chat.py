@@ -9,39 +9,32 @@ import sys
 from ktwizard.errors import BadInput, KtwizardError
 
 
-def _target(ref: str) -> str:
-    """A deployment name (its record) or a URL."""
+def _target(ref: str) -> tuple[str, str | None]:
+    """(URL, the API key file its launch used) for a deployment name, or (URL, None) for a URL."""
     from ktwizard.inputs import parse_url
 
     if "://" in ref:
-        return parse_url(ref, "URL").rstrip("/")
+        return parse_url(ref, "URL").rstrip("/"), None
     from ktwizard.deploy import records
 
     rec = records.load(ref)
     if rec is None:
         raise BadInput(f"{ref}: no deployment of that name (ktwizard ps lists them) and not a URL")
-    return rec.url
-
-
-def _model(url: str) -> str:
-    import httpx
-
-    try:
-        data = httpx.get(f"{url}/v1/models", timeout=10).json()
-        return str(data["data"][0]["id"])
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise KtwizardError(
-            f"{url}/v1/models did not name a model ({exc.__class__.__name__}); is it serving?"
-        ) from None
+    kept = records.load_extra(ref, "plan")
+    goals = kept.get("goals") if isinstance(kept, dict) else None
+    key = goals.get("api_key_file") if isinstance(goals, dict) else None
+    return rec.url, key if isinstance(key, str) else None
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
     import httpx
 
-    from ktwizard.bench.client import stream_chat
+    from ktwizard.apikey import auth_headers
+    from ktwizard.bench.client import served_model, stream_chat
 
-    url = _target(args.target)
-    model = args.model or _model(url)
+    url, kept_key = _target(args.target)
+    headers = auth_headers(args.api_key_file or kept_key)
+    model = args.model or served_model(url, headers)
     timeout = httpx.Timeout(connect=10.0, read=args.max_seconds, write=30.0, pool=10.0)
 
     def show(text: str) -> None:
@@ -49,7 +42,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         sys.stdout.flush()
 
     async def once() -> None:
-        async with asyncio.timeout(args.max_seconds), httpx.AsyncClient(timeout=timeout) as http:
+        async with asyncio.timeout(args.max_seconds), httpx.AsyncClient(timeout=timeout, headers=headers) as http:
             r = await stream_chat(
                 http, url, model, args.prompt, args.max_tokens, on_text=show, ignore_eos=False, temperature=0.6
             )
@@ -81,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ch.add_argument("target", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL")
     ch.add_argument("--prompt", default="Say hello in one short sentence.", help="what to ask")
     ch.add_argument("--model", help="the served model id (default: the one /v1/models names)")
+    ch.add_argument(
+        "--api-key-file", metavar="FILE", help="the server's API key (default: its launch's, or $KTWIZARD_API_KEY)"
+    )
     ch.add_argument(
         "--max-tokens", type=count("--max-tokens", 1, 32768), default=256, metavar="N", help="longest answer"
     )

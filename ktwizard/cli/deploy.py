@@ -51,8 +51,13 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
     if not is_loopback(opts.bind):
         print(
-            f"warning: the server will listen on {opts.bind}:{opts.port} with no API key: anyone who reaches it can "
-            "use it; keep it behind a firewall or an SSH tunnel",
+            f"warning: the server will listen on {opts.bind}:{opts.port} "
+            + (
+                "with an API key (from its file); keep the port behind a firewall too"
+                if plan.goals.api_key_file
+                else "with no API key: anyone who reaches it can use it; give --api-key-file, keep it behind a "
+                "firewall or an SSH tunnel"
+            ),
             file=sys.stderr,
         )
     proc = start(plan, opts)

@@ -118,6 +118,11 @@ def cmd_fleet_launch(args: argparse.Namespace) -> int:
     fleet = make_fleet(args)
     if args.replicas:
         fleet = with_replicas(fleet, args.replicas, gpus=args.gpus != "none")
+    if any(r.plan.goals.api_key_file for r in fleet.replicas):
+        raise BadInput(
+            "fleet launch with --api-key-file is not supported yet (the router would need the key on its command "
+            "line); render the fleet with --format compose or k8s and keep the router behind a firewall"
+        )
     if len(fleet.machines) > 1:
         raise BadInput(
             f"fleet launch starts replicas on this machine's engine and this fleet spans {len(fleet.machines)} "

@@ -110,6 +110,12 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         "goals, which the options given here override",
     )
     pr.add_argument("--image", metavar="IMG", help="container image")
+    pr.add_argument(
+        "--api-key-file",
+        metavar="FILE",
+        help="the server's API key, one line in a file (chmod 600); it never appears in a command line, record, "
+        "rendering or log",
+    )
     pr.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template for the server")
     pr.add_argument("--served-name", metavar="NAME", help="the model id clients send (default: the preset's)")
 

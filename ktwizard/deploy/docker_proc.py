@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import sys
 import threading
@@ -209,9 +208,37 @@ def start_container(plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr) -
         import docker
 
         if container is not None:
-            with contextlib.suppress(docker.errors.DockerException):
-                container.remove(force=True)
-
+            left = _remove_or_record(container, spec, plan)
+            if left:
+                raise KtwizardError(
+                    f"lost the Docker engine after creating {spec.name} ({exc.__class__.__name__}); {left}"
+                ) from None
         if isinstance(exc, docker.errors.APIError):
             raise KtwizardError(f"the Docker engine refused the container: {exc.explanation or exc}") from None
         raise
+
+
+def _remove_or_record(container, spec: ContainerSpec, plan: Plan) -> str:
+    """Remove a container a failed start left; when the engine cannot be asked, record it so `ktwizard stop` and
+    `ktwizard ps` find it. Returns what is left to say (empty when it was removed)."""
+    try:
+        container.remove(force=True)
+        return ""
+    except Exception:  # noqa: BLE001 - the connection itself is gone: keep track of it instead
+        pass
+    from ktwizard.deploy.records import save
+
+    try:
+        save(
+            Deployment(
+                name=spec.name,
+                kind="docker",
+                url=server_url(spec.bind, spec.port),
+                plan_digest=plan.digest,
+                model=plan.model.id,
+                container_id=getattr(container, "id", None),
+            )
+        )
+    except OSError:
+        return f"it could not be removed or recorded: remove it by hand with docker rm -f {spec.name}"
+    return f"it could not be removed, so it is recorded: ktwizard stop {spec.name} removes it once the engine answers"

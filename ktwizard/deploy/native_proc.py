@@ -55,6 +55,8 @@ class NativeProcess:
         check_weights(plan)
         env = {**os.environ, **{e.name: e.value for e in plan.env}, **opts.env}
         check_layerwise_patch(plan, opts.python, env)
+        from ktwizard.apikey import server_command
+
         self.plan, self.opts = plan, opts
         logs = state_dir().parent / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -62,7 +64,7 @@ class NativeProcess:
         args = argv(plan, {"--port": str(opts.port), "--host": opts.bind})
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes it for its whole life
         self.proc = subprocess.Popen(
-            [opts.python, "-m", "sglang.launch_server", *args],
+            server_command(opts.python, args, plan.goals.api_key_file),
             env=env,
             stdout=self.log,
             stderr=subprocess.STDOUT,

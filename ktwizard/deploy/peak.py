@@ -168,8 +168,10 @@ def _prompt_words(tokens: int) -> str:
     return " ".join(["hello"] * max(1, tokens))
 
 
-def _ask(url: str, model: str, tokens: int) -> None:
+def _ask(url: str, model: str, tokens: int, key_file: str | None = None) -> None:
     import httpx
+
+    from ktwizard.apikey import auth_headers
 
     body = {
         "model": model,
@@ -178,7 +180,12 @@ def _ask(url: str, model: str, tokens: int) -> None:
         "temperature": 0,
     }
     try:
-        resp = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=10))
+        resp = httpx.post(
+            f"{url}/v1/chat/completions",
+            json=body,
+            headers=auth_headers(key_file),
+            timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=10),
+        )
     except httpx.HTTPError as exc:
         raise KtwizardError(f"the peak check's {tokens}-token request failed: {exc}") from None
     if resp.status_code != 200:
@@ -229,7 +236,7 @@ def run_peak_check(
         print(f"  peak check: {name}, {n} tokens ...", file=out, flush=True)
         try:
             with PeakSampler(memory) as sampler:
-                _ask(deployment.url, plan.served_name, n)
+                _ask(deployment.url, plan.served_name, n, plan.goals.api_key_file)
         except KtwizardError as exc:
             _died(plan, proc, opts, deployment, out, name, n, phase, budgets, exc)
         seen = any("KT layerwise prefill" in line for line in proc.new_lines())

@@ -35,6 +35,7 @@ class Goals:
     image: str | None = None
     chat_template: str | None = None
     served_name: str | None = None
+    api_key_file: str | None = None  # the server's API key is read from this file at start (never in an argv)
 
 
 @dataclass(frozen=True)

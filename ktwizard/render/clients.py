@@ -62,11 +62,22 @@ def clients_text(plan: Plan, host: str | None = None) -> str:
     )
     entry, notes = copilot_entry(plan, host)
     api = f"{base}/v1"
+    keyed = plan.goals.api_key_file
+    # the key itself is never written here: the snippets read it from its file or from $SGLANG_API_KEY
+    key = "$SGLANG_API_KEY" if keyed else "none"
+    auth = ' -H "Authorization: Bearer $SGLANG_API_KEY"' if keyed else ""
+    shell_key = '"$SGLANG_API_KEY"' if keyed else "none"  # a variable reference, expanded by the user's shell
     out = [
-        f"OpenAI-compatible base URL: {base}/v1   (model id: {comment(model)}; no API key is checked, use any string)",
+        f"OpenAI-compatible base URL: {base}/v1   (model id: {comment(model)}; "
+        + (
+            f"API key: the one in {comment(keyed)}; export SGLANG_API_KEY=$(cat {shlex.quote(keyed)})"
+            if keyed
+            else "no API key is checked, use any string"
+        )
+        + ")",
         "",
         "Smoke test:",
-        f"  curl -s {shlex.quote(base + '/v1/chat/completions')} -H 'Content-Type: application/json' -d "
+        f"  curl -s {shlex.quote(base + '/v1/chat/completions')} -H 'Content-Type: application/json'{auth} -d "
         f"{shlex.quote(body)}",
         "",
         "GitHub Copilot BYOK (VS Code: Chat > Manage Models > custom endpoint), chat-completions API:",
@@ -74,19 +85,19 @@ def clients_text(plan: Plan, host: str | None = None) -> str:
         *[f"  note: {n}" for n in notes],
         "",
         "Python (openai SDK):",
-        f"  from openai import OpenAI; c = OpenAI(base_url={python_literal(base + '/v1')}, api_key='none')",
+        f"  from openai import OpenAI; c = OpenAI(base_url={python_literal(base + '/v1')}, "
+        + ("api_key=__import__('os').environ['SGLANG_API_KEY'])" if keyed else "api_key='none')"),
         f"  print(c.chat.completions.create(model={python_literal(model)}, "
         f"messages=[{{'role': 'user', 'content': 'hi'}}]).choices[0].message.content)",
         "",
         "Continue (config.yaml):",
         "  "
-        + yaml_flow(
-            {"models": [{"name": model, "provider": "openai", "model": model, "apiBase": api, "apiKey": "none"}]}
-        ),
+        + yaml_flow({"models": [{"name": model, "provider": "openai", "model": model, "apiBase": api, "apiKey": key}]}),
         "",
-        "Open WebUI:  " + shell_line([f"OPENAI_API_BASE_URL={api}", "OPENAI_API_KEY=none"]),
+        "Open WebUI:  " + shell_line([f"OPENAI_API_BASE_URL={api}"]) + f" OPENAI_API_KEY={shell_key}",
         "aider:       "
-        + shell_line(["aider", "--openai-api-base", api, "--openai-api-key", "none", "--model", f"openai/{model}"]),
+        + shell_line(["aider", "--openai-api-base", api, "--model", f"openai/{model}"])
+        + f" --openai-api-key {shell_key}",
         "LiteLLM:     "
         + yaml_flow(
             {"model_list": [{"model_name": model, "litellm_params": {"model": f"openai/{model}", "api_base": api}}]}

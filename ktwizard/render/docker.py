@@ -52,12 +52,16 @@ def container_spec(
     port: int | None = None,
     python: str = "python3",
 ) -> ContainerSpec:
+    from ktwizard.apikey import IN_CONTAINER, server_command
+
     port = port or plan.goals.port
+    key = plan.goals.api_key_file
     mounts = tuple((host, inside) for host, inside in container_paths(plan).items())
+    mounts += ((key, IN_CONTAINER),) if key else ()
     return ContainerSpec(
         name=check_name(name or container_name(plan)),
         image=image or plan.image or DEFAULT_IMAGE,
-        command=(python, "-m", "sglang.launch_server", *container_argv(plan, port)),
+        command=tuple(server_command(python, container_argv(plan, port), IN_CONTAINER if key else None)),
         env={e.name: e.value for e in plan.env},
         mounts=mounts,
         port=port,
@@ -83,8 +87,9 @@ def docker_text(plan: Plan) -> str:
     parts += [f"-p {q(f'{c.bind}:{c.port}:{c.port}')}"]
     parts += [f"--label {q(f'{k}={v}')}" for k, v in c.labels.items()]
     parts.append(q(c.image))
-    parts.append(" ".join(q(x) for x in c.command[:3]))
-    parts += [" ".join(q(x) for x in group) for group in flag_groups(list(c.command[3:]))]
+    head = 4 if c.command[1] == "-c" else 3  # python -c LAUNCHER KEYFILE, or python -m sglang.launch_server
+    parts.append(" ".join(q(x) for x in c.command[:head]))
+    parts += [" ".join(q(x) for x in group) for group in flag_groups(list(c.command[head:]))]
     return " \\\n  ".join(parts) + "\n"
 
 

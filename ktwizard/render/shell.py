@@ -16,6 +16,11 @@ def shell_text(plan: Plan, python: str = "python3") -> str:
         "set -euo pipefail",
     ]
     lines += [f"export {e.name}={shlex.quote(e.value)}" for e in plan.env]
-    cmd = [f"exec {shlex.quote(python)} -m sglang.launch_server"]
+    from ktwizard.apikey import server_command
+
+    head = server_command(python, [], plan.goals.api_key_file)
+    if plan.goals.api_key_file:
+        lines.append("# the API key is read from its file inside the server process: it is in no command line")
+    cmd = ["exec " + " ".join(shlex.quote(x) for x in head)]
     cmd += ["  " + " ".join(shlex.quote(x) for x in group) for group in flag_groups(argv(plan))]
     return "\n".join(lines) + "\n" + " \\\n".join(cmd) + "\n"

@@ -55,7 +55,7 @@ def predicted_env(plan: dict) -> list[str]:
     ]
 
 
-def launch(image, checkpoint, *extra, name=None, port=None, timeout=120):
+def launch(image, checkpoint, *extra, name=None, port=None, timeout=120, env=None):
     name = name or f"ktw-test-{os.getpid()}-{time.monotonic_ns() % 10**8}"
     port = port or free_port()
     args = [
@@ -73,7 +73,7 @@ def launch(image, checkpoint, *extra, name=None, port=None, timeout=120):
         "--yes",
         *extra,
     ]
-    return run_cli(*args, timeout=timeout), name, port
+    return run_cli(*args, timeout=timeout, env=env), name, port
 
 
 def gone(client, name) -> bool:
@@ -424,4 +424,81 @@ def test_a_record_that_cannot_be_written_removes_the_container(docker_client, st
         timeout=120,
     )
     assert out.returncode == 1 and "record could not be written" in out.stderr and f"removed {name}" in out.stderr
+    assert gone(docker_client, name)
+
+
+class CuttingProxy:
+    """A TCP front for the Docker socket that forwards everything until the container's start request, then cuts
+    the connection and refuses every later one: the engine lost between create and start."""
+
+    def __init__(self, cut_on: bytes = b"/start") -> None:
+        import threading
+
+        self.cut_on, self.dead = cut_on, threading.Event()
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(16)
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if self.dead.is_set():
+                client.close()
+                continue
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect("/var/run/docker.sock")
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, src, dst, watch: bool) -> None:
+        try:
+            while not self.dead.is_set():
+                data = src.recv(65536)
+                if not data:
+                    break
+                if watch and data.startswith(b"POST") and self.cut_on in data.split(b"\r\n", 1)[0]:
+                    self.dead.set()
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_docker_lost_between_create_and_start_records_what_it_left(
+    docker_client, standin_image, checkpoint, state_home
+):
+    if not os.path.exists("/var/run/docker.sock"):
+        pytest.skip("the engine is not on /var/run/docker.sock")
+    proxy = CuttingProxy()
+    name = f"ktw-lost-{time.monotonic_ns() % 10**8}"
+    try:
+        out, name, _ = launch(
+            standin_image, checkpoint, name=name, env={"DOCKER_HOST": f"tcp://127.0.0.1:{proxy.port}"}
+        )
+    finally:
+        proxy.close()
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.count("ktwizard: error:") == 1
+    assert f"after creating {name}" in out.stderr and f"ktwizard stop {name}" in out.stderr
+    # the engine never saw the start: the container exists, created, and the record names it
+    assert docker_client.containers.get(name).status == "created"
+    rec = json.loads((state_home / "ktwizard" / "deployments" / f"{name}.json").read_text())
+    assert rec["name"] == name and rec["kind"] == "docker"
+    stop = run_cli("stop", name)
+    assert stop.returncode == 0, stop.stderr
     assert gone(docker_client, name)

@@ -329,8 +329,20 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             self.end_headers()
             self.wfile.write(data)
 
+        def refused(self, path: str) -> bool:
+            """sglang's auth middleware (utils/auth.py:100): with --api-key every route but /health* and /metrics*
+            needs `Authorization: Bearer KEY`."""
+            if not args.api_key or path.startswith(("/health", "/metrics")):
+                return False
+            if self.headers.get("Authorization") == f"Bearer {args.api_key}":
+                return False
+            self.reply(401, {"error": "Unauthorized"})
+            return True
+
         def do_GET(self):
             path = self.path.split("?")[0]
+            if self.refused(path):
+                return None
             if path in ("/health", "/health_generate"):
                 return self.reply(200 if ready.is_set() else 503, b"", "text/plain")
             if path == "/v1/models":
@@ -377,6 +389,8 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             except json.JSONDecodeError:
                 return self.reply(400, {"error": "invalid JSON"})
             path = self.path.split("?")[0]
+            if self.refused(path):
+                return None
             if path == "/generate":
                 engine.prefill(len(str(body.get("text", "")).split()) or 1)
                 return self.reply(200, {"text": "ok", "meta_info": {"completion_tokens": 8}})

@@ -1,0 +1,68 @@
+"""The server's API key, kept out of every command line, record, rendering and log.
+
+sglang-kt 0.7.2 takes the key only as `--api-key KEY` (server_args.py:4474; every route but /health* and
+/metrics* then needs `Authorization: Bearer KEY`, utils/auth.py:100). ktwizard never puts it in an argv: the key
+lives in a file (`--api-key-file`, mode 600), and the server is started through a two-line launcher that reads the
+file and appends `--api-key` to `sys.argv` inside the process, so `ps`, `/proc/PID/cmdline`, `docker inspect`
+and the renderings show only the file's path.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ktwizard.errors import BadInput
+
+IN_CONTAINER = "/run/secrets/sglang-api-key"
+MAX_KEY = 4096
+# python -c LAUNCHER KEYFILE ARGS...: the key joins sys.argv in this process only, then the real entry point runs.
+LAUNCHER = (
+    "import runpy, sys; key = open(sys.argv[1]).read().strip(); "
+    "sys.argv = ['sglang.launch_server', *sys.argv[2:], '--api-key', key]; "
+    "runpy.run_module('sglang.launch_server', run_name='__main__', alter_sys=True)"
+)
+
+
+def check_key_file(path: str, flag: str = "--api-key-file") -> str:
+    """The file exists, holds one line of a usable key, and is not readable by others (a warning otherwise)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_KEY + 1)
+    except OSError as exc:
+        raise BadInput(f"{flag} {path}: cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{flag} {path}: not a regular file")
+    try:
+        key = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        raise BadInput(f"{flag} {path}: the key must be printable ASCII") from None
+    if len(raw) > MAX_KEY or not key or "\n" in key or any(not c.isprintable() or c.isspace() for c in key):
+        raise BadInput(f"{flag} {path}: put one key (printable, no spaces, at most {MAX_KEY} bytes) on one line")
+    if st.st_mode & (stat.S_IRGRP | stat.S_IROTH):
+        import sys
+
+        print(f"warning: {path} is readable by other users: chmod 600 {path}", file=sys.stderr)
+    return os.path.abspath(path)
+
+
+def read_key(path: str | None) -> str | None:
+    if not path:
+        return None
+    return Path(check_key_file(path)).read_text("ascii").strip()
+
+
+def auth_headers(path: str | None) -> dict[str, str]:
+    """The header ktwizard's own requests carry to a server started with a key."""
+    key = read_key(path) or os.environ.get("KTWIZARD_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def server_command(python: str, args: list[str], key_file: str | None) -> list[str]:
+    """How the server is started: the plain entry point, or the launcher that reads the key from `key_file`."""
+    if key_file:
+        return [python, "-c", LAUNCHER, key_file, *args]
+    return [python, "-m", "sglang.launch_server", *args]
