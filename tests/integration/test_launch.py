@@ -3,6 +3,7 @@ ready, every failure mode's diagnosis, stop/logs, Ctrl-C and the native runner."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -470,10 +471,8 @@ class CuttingProxy:
         except OSError:
             pass
         for s in (src, dst):
-            try:
+            with contextlib.suppress(OSError):
                 s.close()
-            except OSError:
-                pass
 
     def close(self) -> None:
         self.server.close()
