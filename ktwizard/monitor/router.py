@@ -57,20 +57,18 @@ def parse_router_metrics(text: str) -> tuple[dict[str, dict[str, float]], float 
 
 class RouterSampler:
     def __init__(self, url: str, metrics_url: str, timeout: float = 2.0) -> None:
-        import httpx
+        from ktwizard.monitor.fetch import Getter
 
         self.url, self.metrics_url = url.rstrip("/"), metrics_url.rstrip("/")
-        self.http = httpx.Client(timeout=timeout)
+        self.http, self.metrics = Getter(self.url, timeout), Getter(self.metrics_url, timeout)
 
     def sample(self) -> RouterSample:
-        import httpx
-
-        from ktwizard.monitor.fetch import TooLarge, get_capped
+        from ktwizard.monitor.fetch import FetchError, TooLarge
 
         try:
-            status, body = get_capped(self.http, f"{self.url}/workers", MAX_BODY)
-            ready = get_capped(self.http, f"{self.url}/readiness", MAX_BODY)[0] == 200
-        except (httpx.HTTPError, TooLarge) as exc:
+            status, body = self.http.get("/workers", MAX_BODY)
+            ready = self.http.get("/readiness", MAX_BODY)[0] == 200
+        except (*FetchError, TooLarge) as exc:
             return RouterSample(up=False, error=f"router {self.url} unreachable ({exc.__class__.__name__})")
         try:
             listed = json.loads(body)["workers"] if status == 200 else []
@@ -83,14 +81,14 @@ class RouterSampler:
             return RouterSample(up=False, error=f"router {self.url}/workers is not the router's JSON")
         total = None
         try:
-            code, text = get_capped(self.http, f"{self.metrics_url}/metrics", MAX_BODY)
+            code, text = self.metrics.get("/metrics", MAX_BODY)
             if code == 200:
                 per, total = parse_router_metrics(text.decode("utf-8", "replace"))
                 for url, d in per.items():
                     if url in views:
                         v = views[url]
                         views[url] = WorkerView(v.url, v.healthy, v.load, d.get("ok", 0.0), d.get("failed", 0.0))
-        except (httpx.HTTPError, TooLarge, ValueError):
+        except (*FetchError, TooLarge, ValueError):
             pass  # the routing table is still worth showing without the counters
         return RouterSample(up=True, ready=ready, workers=tuple(views.values()), requests=total)
 

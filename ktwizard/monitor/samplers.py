@@ -29,6 +29,8 @@ class Sampler(Protocol):
 class GpuSampler:
     """NVML, initialised once; handles are kept so a round is a few microseconds per GPU."""
 
+    SLOW_EVERY = 5
+
     def __init__(self, server_pids: Callable[[], set[int]] = set) -> None:
         import os
 
@@ -38,6 +40,9 @@ class GpuSampler:
         self.error: str | None = None
         self.handles: list[Any] = []
         self.recorded = os.environ.get(NVML_ROOT_ENV)  # a recorded nvml.json, re-read every sample (replays)
+        self.rounds = 0
+        self.names: dict[int, str] = {}
+        self.slow: dict[int, tuple[Any, Any, Any]] = {}
         if self.recorded:
             return
         try:
@@ -63,6 +68,8 @@ class GpuSampler:
         if self.error:
             return (), self.error
         n = self.nvml
+        self.rounds += 1
+        slow_round = self.rounds % self.SLOW_EVERY == 1  # temperature and clocks move slowly: every 5th round
         out = []
         for i, h in enumerate(self.handles):
 
@@ -76,18 +83,27 @@ class GpuSampler:
             util = get(n.nvmlDeviceGetUtilizationRates)
             power = get(n.nvmlDeviceGetPowerUsage)
             procs = get(n.nvmlDeviceGetComputeRunningProcesses) or []
+            if i not in self.names:
+                self.names[i] = _s(get(n.nvmlDeviceGetName) or "")
+            if slow_round or i not in self.slow:
+                self.slow[i] = (
+                    get(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
+                    get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM),
+                    get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_MEM),
+                )
+            temp, sm, memclk = self.slow[i]
             out.append(
                 GpuSample(
                     index=i,
-                    name=_s(get(n.nvmlDeviceGetName) or ""),
+                    name=self.names[i],
                     total=mem.total,
                     used=mem.used,
                     reserved=getattr(mem, "reserved", None),
                     util_pct=float(util.gpu) if util else None,
                     power_w=power / 1000 if power else None,
-                    temp_c=get(n.nvmlDeviceGetTemperature, n.NVML_TEMPERATURE_GPU),
-                    sm_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_SM),
-                    mem_mhz=get(n.nvmlDeviceGetClockInfo, n.NVML_CLOCK_MEM),
+                    temp_c=temp,
+                    sm_mhz=sm,
+                    mem_mhz=memclk,
                     processes=tuple(GpuProcSample(p.pid, p.usedGpuMemory or 0, p.pid in server_pids) for p in procs),
                 )
             )
@@ -273,7 +289,7 @@ MAX_METRICS = 8 * 2**20  # a real scrape is tens of KiB
 
 
 class ServerSampler:
-    """/metrics through httpx, parsed by prometheus_client; rates against the previous scrape.
+    """/metrics on a kept-alive connection, parsed by prometheus_client; rates against the previous scrape.
 
     The latency histograms are most of a scrape and prometheus_client's parser is the sampler's largest cost, so
     they are parsed every HISTOGRAM_EVERY scrapes and the quantiles cover that window: a 1 s window of TTFT
@@ -283,10 +299,10 @@ class ServerSampler:
     HISTOGRAM_EVERY = 5
 
     def __init__(self, url: str, timeout: float = 2.0) -> None:
-        import httpx
+        from ktwizard.monitor.fetch import Getter
 
         self.url = url.rstrip("/")
-        self.http = httpx.Client(timeout=timeout)
+        self.http = Getter(self.url, timeout)
         self.prev: Scrape | None = None
         self.prev_hist: Scrape | None = None
         self.latency: dict[str, float | None] = {}
@@ -300,16 +316,14 @@ class ServerSampler:
         return {"server": self.sample()}
 
     def sample(self) -> ServerSample:
-        import httpx
-
-        from ktwizard.monitor.fetch import TooLarge, get_capped
+        from ktwizard.monitor.fetch import FetchError, TooLarge
 
         try:
-            status, body = get_capped(self.http, f"{self.url}/metrics", MAX_METRICS)
+            status, body = self.http.get("/metrics", MAX_METRICS)
         except TooLarge as exc:
             self._reset()
             return ServerSample(up=False, error=str(exc))
-        except httpx.HTTPError as exc:
+        except FetchError as exc:
             self._reset()
             return ServerSample(up=False, error=f"{self.url}/metrics unreachable ({exc.__class__.__name__})")
         if status != 200:
