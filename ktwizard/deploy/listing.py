@@ -68,12 +68,12 @@ def containers(client: Any) -> list[Running]:
 def natives() -> list[Running]:
     import os
 
-    from ktwizard.deploy.records import load, state_dir
+    from ktwizard.deploy.records import EXTRAS, load, state_dir
 
     out = []
     folder = state_dir()
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        if path.name.count(".") > 1:  # a kept plan or peak report beside a record
+        if path.name.endswith(tuple(f".{k}.json" for k in EXTRAS)):  # a kept plan or peak report beside a record
             continue
         try:
             rec = load(path.stem)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktwizard.serial import dump_json, from_data, read_structured, write_atomic
+from ktwizard.records_store import RecordStore
 
 
 @dataclass(frozen=True)
@@ -41,23 +40,22 @@ def fleets_dir() -> Path:
     return state_dir().parent / "fleets"
 
 
-def _path(name: str) -> Path:
+def _check(name: str) -> str:
     from ktwizard.fleet.plan import check_fleet_name
 
-    return fleets_dir() / f"{check_fleet_name(name)}.json"
+    return check_fleet_name(name)
+
+
+STORE: RecordStore[FleetRecord] = RecordStore(fleets_dir, FleetRecord, _check)
 
 
 def save(rec: FleetRecord) -> Path:
-    path = _path(rec.name)
-    write_atomic(path, dump_json(rec))
-    return path
+    return STORE.save(rec.name, rec)
 
 
 def load(name: str) -> FleetRecord | None:
-    path = _path(name)
-    return from_data(FleetRecord, read_structured(path), str(path)) if path.exists() else None
+    return STORE.load(name)
 
 
 def forget(name: str) -> None:
-    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-        _path(name).unlink()
+    STORE.forget(name)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from dataclasses import replace
 
 from rich.text import Text
@@ -19,6 +17,7 @@ from ktwizard.monitor.fleet import FleetMonitor, FleetSample, ReplicaSample
 from ktwizard.monitor.samples import Sample
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, Pane, fmt, gauge
 from ktwizard.tui.rows import Rows
+from ktwizard.tui.ticker import Ticker
 from ktwizard.units import human
 
 
@@ -93,7 +92,7 @@ class FleetApp(App):
         self.record, self.interval, self.want_gpus = record, interval, gpus
         self.paused = False
         self.samples = 0
-        self._wake = threading.Event()
+        self.ticker = Ticker(interval)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -114,13 +113,7 @@ class FleetApp(App):
     def sample_loop(self) -> None:
         worker = get_current_worker()
         mon = FleetMonitor(self.record, gpus=self.want_gpus)
-        due = time.monotonic()
-        while not worker.is_cancelled:
-            self._wake.wait(max(0.0, due - time.monotonic()))
-            self._wake.clear()
-            if worker.is_cancelled:
-                return
-            due = time.monotonic() + self.interval
+        for _ in self.ticker.ticks(worker):
             if not self.paused:
                 self.post_message(FleetReady(mon.sample()))
 
@@ -140,4 +133,4 @@ class FleetApp(App):
 
     def on_unmount(self) -> None:
         self.workers.cancel_all()
-        self._wake.set()
+        self.ticker.poke()

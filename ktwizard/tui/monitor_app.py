@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Protocol, cast
 
 from textual import work
@@ -18,6 +16,7 @@ from textual.worker import get_current_worker
 from ktwizard.monitor.logs import LogFollower
 from ktwizard.monitor.samples import Sample
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, LogPane, Pane, ThroughputPane
+from ktwizard.tui.ticker import Ticker
 
 
 class SampleSource(Protocol):
@@ -68,7 +67,7 @@ class MonitorScreen(Screen):
         self.samples = 0
         self.polled: frozenset[str] = frozenset()
         self.log_follower: LogFollower | None = None
-        self._wake = threading.Event()
+        self.ticker = Ticker(interval)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
@@ -99,7 +98,7 @@ class MonitorScreen(Screen):
 
     def poll(self) -> None:
         """Sample now rather than at the next tick."""
-        self._wake.set()
+        self.ticker.poke()
 
     @work(thread=True, exclusive=True, group="sample")
     def sample_loop(self) -> None:
@@ -114,13 +113,7 @@ class MonitorScreen(Screen):
             from ktwizard.monitor.recording import Recorder
 
             self.source = Recorder(self.source, self.record_to)
-        due = time.monotonic()
-        while not worker.is_cancelled:
-            self._wake.wait(max(0.0, due - time.monotonic()))
-            self._wake.clear()
-            if worker.is_cancelled:
-                return
-            due = time.monotonic() + self.interval
+        for _ in self.ticker.ticks(worker):
             if self.paused:
                 continue
             self.busy = True
@@ -149,7 +142,7 @@ class MonitorScreen(Screen):
         self.app.sub_title = "monitor paused" if self.paused else f"monitor {self.url or ''}"
 
     def action_interval(self, delta: float) -> None:
-        self.interval = max(0.5, min(10.0, self.interval + delta))
+        self.interval = self.ticker.interval = max(0.5, min(10.0, self.interval + delta))
         self.poll()  # the loop takes the new interval from this sample on
         self.notify(f"sampling every {self.interval:g} s")
 
@@ -215,7 +208,7 @@ class MonitorScreen(Screen):
 
     def on_unmount(self) -> None:
         self.workers.cancel_all()
-        self._wake.set()  # the sampling loop sees the cancel now, not at its next tick
+        self.ticker.poke()  # the sampling loop sees the cancel now, not at its next tick
         if self.log_follower is not None:
             self.log_follower.close()
 
