@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from ktwizard.cli.guard import EXIT_INTERRUPTED
@@ -18,6 +17,8 @@ def _model(url: str, headers: dict[str, str]) -> str:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    import asyncio
+
     from ktwizard.bench.report import csv_text, markdown
     from ktwizard.bench.runner import Sweep, run
     from ktwizard.serial import dump_json

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from ktwizard.errors import BadInput, KtwizardError
@@ -27,6 +26,8 @@ def _target(ref: str) -> tuple[str, str | None]:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
+    import asyncio
+
     import httpx
 
     from ktwizard.apikey import auth_headers

@@ -208,8 +208,7 @@ def cmd_fleet_status(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     from ktwizard.cli.guard import Parser
     from ktwizard.cli.options import add_plan_inputs, count, port, seconds, typed
-    from ktwizard.fleet.plan import POLICIES
-    from ktwizard.fleet.router import DEFAULT_ROUTER_IMAGE
+    from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE, POLICIES
 
     fl = sub.add_parser("fleet", help="KT replicas behind sglang-router: plan, launch, stop, status")
     fs = fl.add_subparsers(dest="fleet_command", parser_class=Parser, required=True)

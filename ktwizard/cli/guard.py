@@ -31,10 +31,22 @@ def help_formatter() -> type[argparse.HelpFormatter]:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line and exit code 2, with Rich help."""
+    """argparse whose usage errors are one line and exit code 2, with Rich help.
+
+    argparse also asks for a formatter while options are added (to check metavars): the plain one serves then, so
+    a command that prints no help never imports Rich."""
+
+    helping = False
 
     def _get_formatter(self) -> argparse.HelpFormatter:
-        return help_formatter()(prog=self.prog)
+        return help_formatter()(prog=self.prog) if Parser.helping else super()._get_formatter()
+
+    def format_help(self) -> str:
+        Parser.helping = True
+        try:
+            return super().format_help()
+        finally:
+            Parser.helping = False
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)

@@ -19,8 +19,8 @@ from ktwizard.notice import Notice
 from ktwizard.planner.types import Goals, ModelRef, Plan
 
 FLEET_SCHEMA = 1
-POLICIES = ("cache_aware", "round_robin", "power_of_two", "random")
-ROUTER_METRICS_PORT = 29000
+from ktwizard.fleet.constants import POLICIES, ROUTER_METRICS_PORT  # noqa: E402 - kept light for the CLI
+
 # A per-NUMA split must beat one replica for the whole machine by this much in summed decode: the forecast of a
 # machine-wide replica already assumes its pools read every node's memory at full speed, so a tie keeps one copy
 # of the CPU experts instead of one per node.
