@@ -13,13 +13,14 @@ from dataclasses import dataclass, replace
 
 from ktwizard import __version__
 from ktwizard.errors import BadInput
+from ktwizard.fleet.constants import POLICIES, ROUTER_METRICS_PORT
 from ktwizard.host.profile import HostProfile
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner.types import Goals, ModelRef, Plan
 
 FLEET_SCHEMA = 1
-from ktwizard.fleet.constants import POLICIES, ROUTER_METRICS_PORT  # noqa: E402 - kept light for the CLI
+__all__ = ["POLICIES", "ROUTER_METRICS_PORT", "FleetPlan", "fleet_plan"]
 
 # A per-NUMA split must beat one replica for the whole machine by this much in summed decode: the forecast of a
 # machine-wide replica already assumes its pools read every node's memory at full speed, so a tie keeps one copy
