@@ -34,6 +34,7 @@ def _nodes(items: list[str] | None) -> dict[str, list[str]]:
 
 def make_fleet(args: argparse.Namespace):
     from ktwizard.fleet.plan import fleet_plan
+    from ktwizard.host.profile import HostProfile
     from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
     from ktwizard.planner.core import plan
 
@@ -49,19 +50,19 @@ def make_fleet(args: argparse.Namespace):
     refs = args.host or [None]
     if len(refs) > 64:
         raise BadInput(f"{len(refs)} --host options: a fleet plan takes at most 64")
-    loaded: dict[str | None, object] = {}
-    hosts = []
+    loaded: dict[str | None, HostProfile] = {}
+    hosts: list[tuple[str, HostProfile]] = []
     for ref in refs:
-        if ref not in loaded:
+        if ref not in loaded:  # one host class, read once
             loaded[ref] = resolve_host(ref, args.weights)
         host = loaded[ref]
-        hosts.append((ref or getattr(host, "hostname", "") or "this-machine", host))
+        hosts.append((ref or host.hostname or "this-machine", host))
 
     def plan_for(host, g):
         return plan(host, model.spec, g, model.hints, model.recipe)
 
     return fleet_plan(
-        hosts,  # type: ignore[arg-type]
+        hosts,
         model.spec,
         goals,
         plan_for,
@@ -116,8 +117,8 @@ def cmd_fleet_launch(args: argparse.Namespace) -> int:
     from ktwizard.inputs import parse_env
 
     fleet = make_fleet(args)
-    if args.replicas:
-        fleet = with_replicas(fleet, args.replicas, gpus=args.gpus != "none")
+    if args.replicas or args.port:  # N copies on this machine, and/or the router on another port
+        fleet = with_replicas(fleet, args.replicas or len(fleet.replicas), gpus=args.gpus != "none", port=args.port)
     if any(r.plan.goals.api_key_file for r in fleet.replicas):
         raise BadInput(
             "fleet launch with --api-key-file is not supported yet (the router would need the key on its command "
@@ -128,8 +129,6 @@ def cmd_fleet_launch(args: argparse.Namespace) -> int:
             f"fleet launch starts replicas on this machine's engine and this fleet spans {len(fleet.machines)} "
             "machines: launch each machine's part there (fleet plan --host THAT), or deploy with --format k8s"
         )
-    if args.port:
-        fleet = with_replicas(fleet, len(fleet.replicas), gpus=args.gpus != "none", port=args.port)
     opts = FleetOptions(
         image=args.image,
         gpus=None if args.gpus == "none" else "plan",
@@ -177,13 +176,9 @@ def cmd_fleet_stop(args: argparse.Namespace) -> int:
 
 def cmd_fleet_status(args: argparse.Namespace) -> int:
     from ktwizard.fleet import records
-    from ktwizard.fleet.plan import check_fleet_name
     from ktwizard.fleet.status import fleet_status, status_text
 
-    rec = records.load(check_fleet_name(args.name))
-    if rec is None:
-        raise BadInput(f"no fleet named {args.name} (ktwizard fleet launch records the fleets it starts)")
-    st = fleet_status(rec)
+    st = fleet_status(records.require(args.name))
     if args.json:
         from ktwizard.serial import dump_json
 

@@ -43,12 +43,8 @@ def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 def _fleet_record(name: str):
     from ktwizard.fleet import records
-    from ktwizard.fleet.plan import check_fleet_name
 
-    rec = records.load(check_fleet_name(name))
-    if rec is None:
-        raise BadInput(f"--fleet {name}: no such fleet (ktwizard fleet launch records the fleets it starts)")
-    return rec
+    return records.require(name, "--fleet")
 
 
 def cmd_monitor_fleet(args: argparse.Namespace) -> int:

@@ -51,7 +51,8 @@ class LaunchFailed(KtwizardError):
         self.tracker = tracker
 
 
-def _health(url: str, timeout: float = 5.0) -> bool:
+def answers_health(url: str, timeout: float = 5.0) -> bool:
+    """The server answers /health with 200 (sglang answers it without an API key)."""
     import httpx
 
     try:
@@ -82,7 +83,7 @@ def follow_startup(
                 for line in proc.new_lines():
                     tracker.feed(line)
                 raise LaunchFailed(diagnose(code, oom, tracker), tracker)
-            if tracker.ready and _health(deployment.url):
+            if tracker.ready and answers_health(deployment.url):
                 break
             if time.monotonic() - tracker.started > opts.timeout_s:
                 raise LaunchFailed(diagnose(None, False, tracker, timed_out=opts.timeout_s), tracker)

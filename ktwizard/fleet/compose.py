@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ktwizard.errors import BadInput
+from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan
-from ktwizard.fleet.router import DEFAULT_ROUTER_IMAGE, ROUTER_MODULE, router_args
+from ktwizard.fleet.router import ROUTER_MODULE, router_args
 from ktwizard.render.docker import LABEL, compose_service, container_spec
 
 FLEET_LABEL = f"{LABEL}.fleet"

@@ -8,8 +8,9 @@ import math
 import re
 from dataclasses import replace
 
+from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan, MultiNode, Replica
-from ktwizard.fleet.router import DEFAULT_ROUTER_IMAGE, ROUTER_MODULE, discovery_args
+from ktwizard.fleet.router import ROUTER_MODULE, discovery_args
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import argv, container_argv, container_paths
 from ktwizard.render.docker import DEFAULT_IMAGE
@@ -45,7 +46,7 @@ def _volumes(plan: Plan, weights_claim: str | None) -> tuple[list[dict], list[di
     if weights_claim:
         vols.append({"name": "weights", "persistentVolumeClaim": {"claimName": weights_claim, "readOnly": True}})
         for inside in paths.values():  # the claim holds each folder under its own name
-            root, _, sub = inside.strip("/").partition("/")
+            sub = inside.strip("/").partition("/")[2]
             mounts.append({"name": "weights", "mountPath": inside, "subPath": sub, "readOnly": True})
     else:
         for i, (host, inside) in enumerate(paths.items()):

@@ -8,13 +8,14 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from ktwizard.deploy.launch import ServerProcess, clean_up
 from ktwizard.deploy.records import Deployment
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.fleet import records
 from ktwizard.fleet.compose import FLEET_LABEL, replica_name
+from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan
 from ktwizard.fleet.records import FleetRecord, ReplicaRecord
 from ktwizard.fleet.routers import DockerRouter, NativeRouter, RouterProcess, wait_ready
@@ -25,7 +26,7 @@ class FleetOptions:
     image: str | None = None
     gpus: str | None = "plan"  # "plan": each replica's planned GPUs; None: request none
     router: str = "native"  # native | docker
-    router_image: str = "sglang-router:local"
+    router_image: str = DEFAULT_ROUTER_IMAGE
     bind: str = "127.0.0.1"  # where the router listens; the replicas stay on loopback
     detach: bool = False
     yes: bool = False
@@ -143,11 +144,11 @@ def stop_fleet(name: str, out: TextIO = sys.stderr) -> list[str]:
 
         stop_group(rec.router.pid, grace=10.0)
         removed.append("router (process)")
-    client = _engine_if_needed(rec)
-    if client is not None:
-        for c in client.containers.list(all=True, filters={"label": [f"{FLEET_LABEL}={name}"]}):
-            c.remove(force=True)
-            removed.append(c.name)
+    from ktwizard.deploy.engine import connect
+
+    for c in connect().containers.list(all=True, filters={"label": [f"{FLEET_LABEL}={name}"]}):
+        c.remove(force=True)
+        removed.append(c.name)
     from ktwizard.deploy import records as deployments
 
     for r in rec.replicas if rec else ():
@@ -159,26 +160,15 @@ def stop_fleet(name: str, out: TextIO = sys.stderr) -> list[str]:
     return removed
 
 
-def _engine_if_needed(rec: FleetRecord | None) -> Any:
-    """The engine; when the record says nothing ran in Docker and the engine is down, none is needed."""
-    from ktwizard.deploy.engine import connect
-
-    try:
-        return connect()
-    except KtwizardError:
-        if rec is not None and rec.router.kind == "native" and not rec.replicas:
-            return None
-        raise
-
-
 def serve_attached(rec: FleetRecord, out: TextIO = sys.stdout, poll_s: float = 1.0) -> None:
     """Without --detach: report replicas that go down or come back until Ctrl-C, then stop the fleet."""
-    from ktwizard.fleet.status import fleet_status
+    from ktwizard.fleet.status import engine_or_none, fleet_status
 
     last: dict[str, bool] = {}
+    client = engine_or_none()  # one connection for the whole watch, not one per poll
     try:
         while True:
-            st = fleet_status(rec)
+            st = fleet_status(rec, client=client)
             for w in st.replicas:
                 if last.get(w.name, True) != w.healthy:
                     print(f"{w.name}: {'healthy again' if w.healthy else 'DOWN: ' + w.state}", file=out, flush=True)

@@ -20,7 +20,6 @@ from ktwizard.notice import Notice
 from ktwizard.planner.types import Goals, ModelRef, Plan
 
 FLEET_SCHEMA = 1
-__all__ = ["POLICIES", "ROUTER_METRICS_PORT", "FleetPlan", "fleet_plan"]
 
 # A per-NUMA split must beat one replica for the whole machine by this much in summed decode: the forecast of a
 # machine-wide replica already assumes its pools read every node's memory at full speed, so a tie keeps one copy

@@ -59,3 +59,15 @@ def load(name: str) -> FleetRecord | None:
 
 def forget(name: str) -> None:
     STORE.forget(name)
+
+
+def require(name: str, flag: str = "") -> FleetRecord:
+    """The record of a fleet ktwizard launched, or bad input naming it."""
+    from ktwizard.errors import BadInput
+
+    rec = load(name)
+    if rec is None:
+        raise BadInput(
+            f"{flag + ' ' if flag else ''}{name}: no such fleet (ktwizard fleet launch records the fleets it starts)"
+        )
+    return rec

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan
 
-__all__ = ["DEFAULT_ROUTER_IMAGE", "discovery_args", "router_args"]
 ROUTER_MODULE = "sglang_router.launch_router"
 # The router's own default waits 600 s for workers; KT replicas are already ready when it starts.
 WORKER_STARTUP_TIMEOUT_S = 120

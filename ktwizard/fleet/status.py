@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ktwizard.deploy.launch import answers_health
 from ktwizard.fleet.records import FleetRecord
 from ktwizard.monitor.router import RouterSample, RouterSampler
 
@@ -35,22 +37,19 @@ class FleetStatus:
         return self.router_ready and all(r.healthy and r.routed for r in self.replicas)
 
 
-def _own_health(url: str) -> bool:
-    import httpx
-
-    try:
-        return httpx.get(f"{url}/health", timeout=3.0).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _states(names: list[str]) -> dict[str, str]:
-    """Container states by name; empty when the engine cannot be asked."""
+def engine_or_none() -> Any:
+    """The Docker engine, or None when it cannot be asked (status still answers from HTTP alone)."""
     try:
         from ktwizard.deploy.engine import connect
 
-        client = connect()
-    except Exception:  # noqa: BLE001 - status still answers from HTTP alone
+        return connect()
+    except Exception:  # noqa: BLE001 - no engine, no permission: the HTTP half still answers
+        return None
+
+
+def _states(names: list[str], client: Any) -> dict[str, str]:
+    """Container states by name; empty without an engine."""
+    if client is None:
         return {}
     out = {}
     for n in names:
@@ -63,13 +62,14 @@ def _states(names: list[str]) -> dict[str, str]:
     return out
 
 
-def fleet_status(rec: FleetRecord, router: RouterSample | None = None) -> FleetStatus:
+def fleet_status(rec: FleetRecord, router: RouterSample | None = None, client: Any = "connect") -> FleetStatus:
+    """`client`: an engine a polling caller keeps (or None); by default one is connected for this call."""
     router = router or RouterSampler(rec.router.url, rec.router.metrics_url).sample()
-    states = _states([r.name for r in rec.replicas])
+    states = _states([r.name for r in rec.replicas], engine_or_none() if client == "connect" else client)
     reps = []
     for r in rec.replicas:
         view = router.worker(r.url)
-        healthy = _own_health(r.url)
+        healthy = answers_health(r.url, timeout=3.0)
         reps.append(
             ReplicaState(
                 name=r.name,

@@ -14,6 +14,15 @@ def sglang(name: str, extra: str = "") -> str:
     return "{" + f'__name__=~"sglang[:_]{name}", {INSTANCE}' + (f", {extra}" if extra else "") + "}"
 
 
+def quantiles(histogram: str) -> list[tuple[str, str]]:
+    """p50 and p95 of an SGLang histogram over 5 minutes, per instance."""
+    bucket = sglang(f"{histogram}_bucket")
+    return [
+        (f"histogram_quantile({q}, sum by (le, instance) (rate({bucket}[5m])))", f"p{int(q * 100)} {{{{instance}}}}")
+        for q in (0.5, 0.95)
+    ]
+
+
 class Layout:
     """Panels placed left to right on a 24-column grid, rows of height 8."""
 
@@ -94,20 +103,8 @@ def dashboard() -> dict:
     )  # fmt: skip
     L.panel("KV cache use", [(f"max by (instance) ({sglang('token_usage')})", "{{instance}}")], "percentunit",
             min=0, max=1)  # fmt: skip
-    L.panel(
-        "Time to first token",
-        [(f"histogram_quantile({q}, sum by (le, instance) "
-          f"(rate({sglang('time_to_first_token_seconds_bucket')}[5m])))", f"p{int(q * 100)} {{{{instance}}}}")
-         for q in (0.5, 0.95)],
-        "s",
-    )  # fmt: skip
-    L.panel(
-        "Inter-token latency",
-        [(f"histogram_quantile({q}, sum by (le, instance) "
-          f"(rate({sglang('inter_token_latency_seconds_bucket')}[5m])))", f"p{int(q * 100)} {{{{instance}}}}")
-         for q in (0.5, 0.95)],
-        "s",
-    )  # fmt: skip
+    L.panel("Time to first token", quantiles("time_to_first_token_seconds"), "s")
+    L.panel("Inter-token latency", quantiles("inter_token_latency_seconds"), "s")
     L.row("GPU $gpu", repeat="gpu")
     sel = f'{INSTANCE}, gpu=~"$gpu"'
     L.panel(

@@ -95,34 +95,49 @@ def base_image(client) -> str:
     return tag
 
 
+def _built(client, tag: str) -> bool:
+    try:
+        client.images.get(tag)
+        return True
+    except Exception:  # noqa: BLE001 - not built yet
+        return False
+
+
+def _build(client, tag: str, dockerfile: str, entries: list[tuple[Path | str, str]]) -> str:
+    """`docker build` of a context holding the Dockerfile and each (path, name inside) entry, __pycache__ left out."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ctx = Path(tmp) / "ctx.tar"
+        with tarfile.open(ctx, "w") as tar:
+            data = dockerfile.encode()
+            info = tarfile.TarInfo("Dockerfile")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+            for path, arcname in entries:
+                tar.add(path, arcname=arcname, filter=lambda t: None if "__pycache__" in t.name else t)
+        with open(ctx, "rb") as fh:
+            client.images.build(fileobj=fh, custom_context=True, tag=tag, rm=True)
+    return tag
+
+
 def standin_image(client) -> str:
     import prometheus_client
 
     prom = Path(prometheus_client.__file__).resolve().parent
     base = base_image(client)
     tag = f"{STANDIN_REPO}:{_digest(HERE / 'sglang', CATALOG, prom)}-{base.split(':')[1]}"
-    try:
-        client.images.get(tag)
+    if _built(client, tag):
         return tag
-    except Exception:  # noqa: BLE001
-        pass
-    buf = io.BytesIO()
     dockerfile = (
         f"FROM {base}\nCOPY sglang /opt/standin/sglang\nCOPY prometheus_client /opt/standin/prometheus_client\n"
         "COPY server-args.json /opt/standin/server-args.json\nENV PYTHONPATH=/opt/standin\n"
         'LABEL io.ktwizard.test="standin"\nCMD ["python3", "-m", "sglang.launch_server", "--help"]\n'
     )
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        data = dockerfile.encode()
-        info = tarfile.TarInfo("Dockerfile")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-        tar.add(HERE / "sglang", arcname="sglang", filter=lambda t: None if "__pycache__" in t.name else t)
-        tar.add(CATALOG, arcname="server-args.json")
-        tar.add(prom, arcname="prometheus_client", filter=lambda t: None if "__pycache__" in t.name else t)
-    buf.seek(0)
-    client.images.build(fileobj=buf, custom_context=True, tag=tag, rm=True)
-    return tag
+    return _build(
+        client,
+        tag,
+        dockerfile,
+        [(HERE / "sglang", "sglang"), (CATALOG, "server-args.json"), (prom, "prometheus_client")],
+    )
 
 
 ROUTER_REPO = "ktwizard-test/sglang-router"
@@ -154,36 +169,20 @@ def router_image(client) -> str:
     pkgs = _router_packages()
     base = base_image(client)
     tag = f"{ROUTER_REPO}:{_digest(*pkgs)}-{base.split(':')[1]}"
-    try:
-        client.images.get(tag)
+    if _built(client, tag):
         return tag
-    except Exception:  # noqa: BLE001
-        pass
     libs: set[str] = set()
     for pkg in pkgs:
         for so in [pkg] if pkg.is_file() else pkg.rglob("*.so*"):
             if so.suffix == ".so" or ".so." in so.name:
                 libs |= _ldd(str(so))
-    with tempfile.TemporaryDirectory() as tmp:
-        ctx = Path(tmp) / "ctx.tar"
-        with tarfile.open(ctx, "w") as tar:
-            dockerfile = (
-                f"FROM {base}\nCOPY site /opt/router\nCOPY libs /\nENV PYTHONPATH=/opt/router\n"
-                'LABEL io.ktwizard.test="router"\nCMD ["python3", "-m", "sglang_router.launch_router", "--help"]\n'
-            ).encode()
-            info = tarfile.TarInfo("Dockerfile")
-            info.size = len(dockerfile)
-            tar.addfile(info, io.BytesIO(dockerfile))
-            for pkg in pkgs:
-                tar.add(pkg, arcname=f"site/{pkg.name}", filter=lambda t: None if "__pycache__" in t.name else t)
-            for lib in sorted(libs):
-                tar.add(os.path.realpath(lib), arcname="libs" + lib)
-            empty = tarfile.TarInfo("libs/tmp")
-            empty.type = tarfile.DIRTYPE
-            tar.addfile(empty)
-        with open(ctx, "rb") as fh:
-            client.images.build(fileobj=fh, custom_context=True, tag=tag, rm=True)
-    return tag
+    dockerfile = (
+        f"FROM {base}\nCOPY site /opt/router\nCOPY libs /\nENV PYTHONPATH=/opt/router\n"
+        'LABEL io.ktwizard.test="router"\nCMD ["python3", "-m", "sglang_router.launch_router", "--help"]\n'
+    )
+    entries: list[tuple[Path | str, str]] = [(pkg, f"site/{pkg.name}") for pkg in pkgs]
+    entries += [(os.path.realpath(lib), "libs" + lib) for lib in sorted(libs)]
+    return _build(client, tag, dockerfile, entries)
 
 
 if __name__ == "__main__":
