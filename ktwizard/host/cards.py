@@ -28,7 +28,15 @@ KNOWN_TOTAL_MIB: tuple[tuple[str, int], ...] = (
     ("rtx a6000", 49140),
     ("rtx 5090", 32607),
     ("rtx 4090", 24564),
+    ("rtx 4090", 49140),  # the 48 GB modded card: public nvidia-smi output shows 49140MiB
     ("rtx 3090", 24576),
+)
+# The driver's reserve (NVML v2 `reserved`) in MiB, where a public `nvidia-smi -q` capture or our own device shows it;
+# a card not listed is budgeted with the idle H200's 615 MiB (planner/constants.DRIVER_RESERVE).
+KNOWN_RESERVE_MIB: tuple[tuple[str, int], ...] = (
+    ("h200", 615),  # measured on the device (tests/fixtures/device/h200-capture)
+    ("rtx 4090", 354),  # public nvidia-smi -q capture
+    ("rtx 5090", 487),  # public nvidia-smi -q capture
 )
 # An unknown card: ECC and the driver's carve-out can take up to 1/16 of the marketing size (L40: 46,068 of 49,152).
 UNKNOWN_CARD_MARGIN = 1 / 16
@@ -46,3 +54,9 @@ def card_total(name: str, marketing_gib: float) -> tuple[int, bool]:
         if pattern in key and abs(mib * MiB - marketing_gib * GiB) <= 0.1 * marketing_gib * GiB:
             return mib * MiB, False
     return int(marketing_gib * GiB * (1 - UNKNOWN_CARD_MARGIN)), True
+
+
+def card_reserve(name: str) -> int | None:
+    """The driver's reserve of a known card, in bytes; None when no capture states it."""
+    key = _key(name)
+    return next((mib * MiB for pattern, mib in KNOWN_RESERVE_MIB if pattern in key), None)

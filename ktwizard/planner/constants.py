@@ -17,23 +17,29 @@ CUBLAS_WORKSPACE = (10_257_039_360 - 9_885_843_456) - (
 
 # --- sglang-kt 0.7.2 / kt-kernel 0.7.2, read from the wheels and measured by a replica on an H200 ---
 INT4_MARLIN_METHODS = ("RAWINT4",)  # methods whose layerwise layer goes through the Marlin restore path
-INT4_LAYERWISE_STEADY = 2.0  # 17.72 GiB kept after the first layer for an 8.86 GiB Kimi K2 layer (audit §3)
-INT4_LAYERWISE_PEAK = 21.98 / 8.86  # 21.98 GiB peak while restoring, same layer (audit §3, measured)
-MLA_CHUNKED_PREFIX_MIN = 8192  # SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD default (forward_mha.py:46-48, environ.py)
+# SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD default (srt/environ.py:366), read at forward_mha.py:89-92
+MLA_CHUNKED_PREFIX_MIN = 8192
 KV_POOL_MARGIN_MIN = 256 * MiB  # the pool budget covers the cap by this much (or 2 %): it must never shrink
 KV_POOL_MARGIN_FRACTION = 0.02
 # kt-kernel's per-NUMA CPU-MoE scratch when large chunks take the CPU path (layerwise off): about 12 GiB per node for
 # Kimi K2 (hidden 7168, top-8) at 16,384-token chunks (upstream moe_base.hpp, audit §5), scaled per token x hidden x k.
 CPU_MOE_SCRATCH_PER_TOKEN_HIDDEN_K = 12 * GiB / (16384 * 7168 * 8)
 
-# --- SGLang's own coefficients (ServerArgs._handle_gpu_memory_settings reserve formula) ---
-GRAPH_BASE = 512 * MiB  # the formula's fixed 512 MiB term
-GRAPH_PER_BS = 2 * MiB  # cuda_graph_max_bs x 2 MiB
-NCCL_PER_TP = GiB // 8  # tp x pp / 8 x 1024 MiB: NCCL and custom all-reduce buffers
+# --- SGLang's own coefficients (server_args.py:1374-1383, the reserve heuristic for --mem-fraction-static; not
+# allocations: its 512 MiB of "constant metadata" is the attention workspace, counted as such, so it is not used) ---
+GRAPH_PER_BS = 2 * MiB  # cuda_graph_max_bs x 2 MiB: graph objects beside the shared graph memory pool
+NCCL_PER_TP = GiB // 8  # tp x pp / 8 x 1024 MiB: kept as the estimate of NCCL and custom all-reduce buffers
+# flashinfer's wrappers each take an 8 MiB int workspace: prefill + decode + one per captured batch size (EST)
+FLASHINFER_INT_WORKSPACE = 8 * MiB
+
+# --- torch's caching allocator (sglang-kt 0.7.2 pins torch 2.9.1; runtime-memory-audit-2 §4 and our own replay,
+# benchmarks/allocator_replay.py): reserved above the live peak at Kimi INT4 + MLA shapes ---
+ALLOC_OVERHEAD_EXPANDABLE = 256 * MiB  # expandable segments on: +0.12 to +0.19 GiB measured
+ALLOC_OVERHEAD_DEFAULT = int(3.6 * GiB)  # default allocator: +3.1 to +4.9 GiB measured (never rendered)
 
 # --- estimates (conservative; every plan says they are estimates) ---
-# Prefill activations per token of a chunk: ~12 live hidden-size copies (residual, norms, attention in/out, MoE
-# in/out) plus the expanded attention and routed-expert intermediates, in bf16.
+# Layer-wise placement (planner/layers.py, KTransformers' rules): prefill activations per token of a chunk, ~12 live
+# hidden-size copies plus attention and routed-expert intermediates; the SGLang-KT path uses planner/steps.py.
 ACT_HIDDEN_COPIES = 12
 HEADROOM_FRACTION = 0.03  # margin for fragmentation and unmodelled allocations (peer-memory-estimators §5.3 rule 10)
 HEADROOM_MIN = 1 * GiB

@@ -8,6 +8,8 @@ from ktwizard.host.profile import GPU
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
+from ktwizard.planner import memory as M
+from ktwizard.planner import runtime_env
 from ktwizard.planner.methods import MethodChoice
 from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan
@@ -161,6 +163,17 @@ def build_flags(
         f.append(
             Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family")
         )
+    if M.mxfp4_upcast(spec):
+        f.append(
+            Flag(
+                "--moe-runner-backend",
+                "triton",
+                "gpt-oss would get the triton_kernel MoE runner (flashinfer_mxfp4 on Blackwell) whose top-k output has "
+                "no topk_ids, which KT's apply reads (server_args.py:2124-2133, topk.py:174-197, "
+                "kt_ep_wrapper.py:5919): the triton runner gives standard top-k and upcasts the GPU experts to BF16 "
+                "(mxfp4.py:704-725), as the budget counts them",
+            )
+        )
     if _blackwell(gpus) and (
         spec.expert_format.kind.startswith("fp8")
         or spec.other_format.kind.startswith("fp8")
@@ -225,6 +238,11 @@ def _recipe_notes(recipe: Recipe | None, flags: list[Flag], sizing: Sizing) -> l
         "--context-length": "the context was set by your goals",
         "--max-total-tokens": "context x concurrency of your goals",
     }
+    for var in recipe.env:
+        if var in runtime_env.IGNORED:
+            notes.append(
+                Notice("info", f"Recipe '{recipe.id}' sets {var}; this plan does not", runtime_env.IGNORED[var])
+            )
     for name, value in recipe.flags.items():
         flag = "--" + name.replace("_", "-")
         have = mine.get(flag)
@@ -253,8 +271,13 @@ def build_env(gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice) 
             str(threads.reserve),
             "the GPU process's OpenMP threads use the cores kt-kernel leaves free",
         ),
-        EnvVar("SAFETENSORS_FAST_GPU", "1", "load safetensors straight to the GPU"),
-        EnvVar("PYTORCH_ALLOC_CONF", "expandable_segments:True", "less fragmentation, so the headroom holds"),
+        EnvVar(
+            runtime_env.ALLOC_CONF,
+            runtime_env.EXPANDABLE,
+            f"expandable segments keep the allocator within 0.2 GiB of the live peak (the default allocator needed "
+            f"+3.1 to +4.9 GiB); torch {runtime_env.SGLANG_KT_TORCH_PIN}, pinned by sglang-kt 0.7.2, reads only this "
+            "name (pytorch/pytorch#183387)",
+        ),
     ]
     if choice.cpu_variant:
         env.append(

@@ -15,14 +15,10 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner import constants as C
 from ktwizard.planner import memory as M
 from ktwizard.planner.budget import BudgetItem
+from ktwizard.planner.steps import Int4Layer, Step
 
-# Attention backends whose MLA extend path decompresses the prefix's K/V (MHA_ONE_SHOT / MHA_CHUNKED_KV):
-# srt/models/deepseek_common/attention_backend_handler.py:10 (MHA_ONE_SHOT_SUPPORTED_BACKENDS) and :72-96.
-MLA_PREFIX_MHA_BACKENDS = ("flashinfer", "fa3", "flashmla")
-# get_max_chunk_capacity(): srt/model_executor/forward_batch_deepseek_mha_mixin.py:43-46
-MLA_MAX_CHUNK = 128 * 1024
-# One decoder layer runs attention, frees its temporaries, then runs its MoE block: the MLA prefix K/V and the
-# layerwise restore peak are never alive together (budget.BudgetItem.exclusive).
+# One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
+# never alive together (budget.BudgetItem.exclusive).
 LAYER_STEP = "attention or MoE step of one layer"
 # srt/environ.py:333 SGLANG_FLASHINFER_WORKSPACE_SIZE
 FLASHINFER_WORKSPACE = 384 * 2**20
@@ -60,14 +56,16 @@ def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
 def gpu_experts(spec: ModelSpec, per_layer: int, tp: int) -> BudgetItem:
     """kt_ep_wrapper.py:5254 creates them at load time in the checkpoint's GPU-side format (RAWINT4: Marlin-repacked
     in place at the same size, compressed_tensors_wNa16_moe.py:234-337): they are weights before the pool is sized.
-    --kt-num-gpu-experts is per MoE layer (kt_ep_wrapper.py:4620)."""
+    --kt-num-gpu-experts is per MoE layer (the product with the MoE layer count is at kt_ep_wrapper.py:4608)."""
+    one = M.gpu_side_expert_bytes(spec)
+    fmt = "upcast to BF16 by the triton MoE runner" if M.mxfp4_upcast(spec) else spec.expert_format.describe()
     return BudgetItem(
         "GPU experts",
-        ceil(per_layer * spec.moe_layer_count * spec.expert_bytes_native / tp),
-        f"{per_layer} per MoE layer x {spec.moe_layer_count} layers x {spec.expert_bytes_native} B "
-        f"({spec.expert_format.describe()})" + (f" ÷ {tp} TP" if tp > 1 else ""),
+        M.gpu_expert_bytes(spec, per_layer, tp),
+        f"{per_layer} per MoE layer x {spec.moe_layer_count} layers x {one} B ({fmt})"
+        + (f" ÷ {tp} TP" if tp > 1 else ""),
         "weights",
-        source="srt/layers/moe/kt_ep_wrapper.py:5254, :4620",
+        source="srt/layers/moe/kt_ep_wrapper.py:5254, :4608",
     )
 
 
@@ -125,34 +123,25 @@ def flashinfer_workspace(backend: str) -> BudgetItem | None:
 
 def layerwise_layer(spec: ModelSpec, method: str, tp: int) -> list[BudgetItem]:
     """kt_ep_wrapper.py:5737-5814 builds one full MoE layer on the first batch at or above the threshold and keeps
-    it in a module global that is never freed (:556, :6288). INT4 Marlin paths pin the first layer's originals
-    (`original_params`, :637) and `_restore_raw_attrs` (:2681-2696) allocates a fresh full-size weight and scales
-    after every layer: measured at Kimi K2 shapes, 2 layers steady and 2.48 layers at the peak. FP8 and BF16 layers
-    are allocated once."""
+    it in a module global that is never freed (:556, :6288). INT4 Marlin paths pin the first layer's originals with
+    their g_idx and sort tensors (`original_params`, :637) beside a fresh raw copy: 2 layers kept; the restore after
+    each layer's apply (:2678-2693) is part of the MoE step (steps.moe_step). FP8 and BF16 layers are allocated once
+    (fp8.py:1086-1221 and unquant.py:226- do nothing more on CUDA)."""
     layer = ceil(spec.layer_routed_bytes / tp)
     what = f"one full MoE layer ({spec.routed_experts} experts, {spec.expert_format.describe()}) = {layer} B"
     src = "srt/layers/moe/kt_ep_wrapper.py:5737-5814, :556, :6288"
-    if method in C.INT4_MARLIN_METHODS:
-        steady = int(layer * C.INT4_LAYERWISE_STEADY)
+    if method in C.INT4_MARLIN_METHODS and spec.expert_format.kind == "int4_group":
+        index = ceil(Int4Layer.of(spec).index / tp)
         return [
             BudgetItem(
                 "layerwise layer (kept)",
-                steady,
-                f"{what}: pinned originals + the restored copy, kept after the first long prompt",
+                2 * layer + index,
+                f"{what}: the pinned originals (with {index} B of g_idx/sort tensors) + the restored copy, kept after "
+                "the first long prompt",
                 "runtime",
                 live=("short prompt", "longest prompt", "decode"),
-                source=src + ", :637, :2681-2696",
-            ),
-            BudgetItem(
-                "layerwise restore peak",
-                int(layer * C.INT4_LAYERWISE_PEAK) - steady,
-                "_restore_raw_attrs allocates a fresh packed weight and scales while the old ones live "
-                f"(peak {C.INT4_LAYERWISE_PEAK:.2f} layers, measured on an H200)",
-                "runtime",
-                live=("short prompt", "longest prompt"),
-                source="srt/layers/moe/kt_ep_wrapper.py:2681-2696",
-                exclusive=LAYER_STEP,
-            ),
+                source=src + ", :637, :2678-2693",
+            )
         ]
     return [
         BudgetItem(
@@ -166,41 +155,32 @@ def layerwise_layer(spec: ModelSpec, method: str, tp: int) -> list[BudgetItem]:
     ]
 
 
-def mla_prefix_temporaries(spec: ModelSpec, longest: int, chunk: int, tp: int, backend: str) -> BudgetItem | None:
-    """attention_backend_handler.py:72-96: with flashinfer / fa3 / flashmla, an extend whose prefix is at least the
-    chunked-prefix threshold (8192) runs MHA over prefix + extend, decompressing K and V for up to MLA_MAX_CHUNK
-    tokens at once (one shot when the sequence fits, else in chunks of that size): kv_b_proj's output
-    (heads x (qk_nope + v)) and the full K (heads x (qk_nope + qk_rope)) in bf16. Measured at 131,072 tokens:
-    7.03 GiB with 64 heads (Kimi K2), 14.0 GiB with 128 (DeepSeek V3). The triton backend avoids this path."""
-    a = spec.attention
-    prefix = longest - min(chunk, longest)  # the last chunk's prefix: the longest the prompt reaches
-    if not a.kind.startswith("mla") or backend not in MLA_PREFIX_MHA_BACKENDS or prefix < C.MLA_CHUNKED_PREFIX_MIN:
-        return None
-    tokens = min(longest, MLA_MAX_CHUNK)
-    per_token = a.heads * ((a.qk_nope_head_dim + a.v_head_dim) + (a.qk_nope_head_dim + a.qk_rope_head_dim)) * 2
-    return BudgetItem(
-        "MLA prefix K/V",
-        ceil(tokens * per_token / tp),
-        f"{backend} decompresses K/V of {tokens} tokens for MHA over the prefix ({per_token} B per token"
-        + (f" ÷ {tp} TP" if tp > 1 else "")
-        + ")",
-        "runtime",
-        live=("longest prompt",),
-        exclusive=LAYER_STEP,
-        source="srt/models/deepseek_common/attention_backend_handler.py:72-96; "
-        "srt/model_executor/forward_batch_deepseek_mha_mixin.py:43-46",
-    )
+def step_items(phase: str, attention: Step, moe: Step) -> list[BudgetItem]:
+    """A phase's two step live sets; the budget counts the larger (one tag: never alive together)."""
+    return [
+        BudgetItem(
+            f"{s.step} ({phase})",
+            s.bytes,
+            s.describe(),
+            "runtime",
+            estimate=True,
+            live=(phase,),
+            source=s.source,
+            exclusive=LAYER_STEP,
+        )
+        for s in (attention, moe)
+    ]
 
 
-def activations(spec: ModelSpec, tokens: int, tp: int, concurrency: int, phase: str) -> BudgetItem:
-    """Forward-pass temporaries of one batch of `tokens` tokens (an estimate: SGLang frees them between layers, so
-    one layer's worth is live): hidden-state copies, attention projections, routed-expert intermediates of the
-    GPU experts, router logits, and the logits of the last token of each request."""
+def allocator_overhead() -> BudgetItem:
+    """Reserved above the live peak by torch's caching allocator with expandable segments (PYTORCH_CUDA_ALLOC_CONF,
+    the variable torch 2.9.1 honours; runtime.py)."""
     return BudgetItem(
-        f"activations ({phase})",
-        M.activation_bytes(spec, tokens, tp, concurrency),
-        f"a {tokens}-token batch: ~{C.ACT_HIDDEN_COPIES} hidden copies, attention and expert intermediates, logits",
+        "allocator overhead",
+        C.ALLOC_OVERHEAD_EXPANDABLE,
+        "torch's caching allocator with expandable segments reserves this above the live peak (replayed on an H200: "
+        f"+0.12 to +0.19 GiB; the default allocator needed +{C.ALLOC_OVERHEAD_DEFAULT / 2**30:.1f} GiB)",
         "runtime",
         estimate=True,
-        live=(phase,),
+        source="benchmarks/results/allocator_replay.md; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
     )

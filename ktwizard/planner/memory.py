@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from math import ceil
 
+from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
-from ktwizard.models.formats import cpu_expert_bytes
+from ktwizard.models.formats import BF16, cpu_expert_bytes, expert_bytes
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner import constants as C
 
@@ -24,9 +25,10 @@ def driver_and_others(gpu: GPU) -> tuple[int, bool, int]:
     procs = sum(p.used_memory or 0 for p in gpu.processes)
     if gpu.memory_reserved is not None:  # NVML v2: `used` is processes only
         return gpu.memory_reserved, True, max(gpu.memory_used, procs)
+    reserve = card_reserve(gpu.name) or C.DRIVER_RESERVE  # a public capture of this card, else the H200's
     if gpu.memory_used:  # v1: `used` includes the reserve
-        return C.DRIVER_RESERVE, False, max(procs, gpu.memory_used - C.DRIVER_RESERVE)
-    return C.DRIVER_RESERVE, False, procs
+        return reserve, False, max(procs, gpu.memory_used - reserve)
+    return reserve, False, procs
 
 
 def non_expert_per_rank(spec: ModelSpec, tp: int) -> int:
@@ -39,9 +41,23 @@ def non_expert_per_rank(spec: ModelSpec, tp: int) -> int:
     return replicated + ceil((spec.non_expert_bytes - replicated) / tp)
 
 
+def mxfp4_upcast(spec: ModelSpec) -> bool:
+    """gpt-oss under KT runs the triton MoE runner (planner/flags.py says why), which upcasts MXFP4 experts to BF16."""
+    return spec.architecture == "GptOssForCausalLM" and spec.expert_format.kind == "mxfp4"
+
+
+def gpu_side_expert_bytes(spec: ModelSpec) -> int:
+    """One routed expert as the GPU holds it: the checkpoint's format, or BF16 where the runner upcasts it
+    (srt/layers/quantization/mxfp4.py:704-725: upcast_from_mxfp to bf16; the w13 and w2 biases held in fp32)."""
+    if mxfp4_upcast(spec):
+        biases = (2 * spec.moe_intermediate + spec.hidden) * 4
+        return expert_bytes(BF16, spec.hidden, spec.moe_intermediate) + biases
+    return spec.expert_bytes_native
+
+
 def gpu_expert_bytes(spec: ModelSpec, per_layer: int, tp: int) -> int:
     """--kt-num-gpu-experts N keeps N routed experts of every MoE layer on GPU, sharded over TP ranks."""
-    return ceil(per_layer * spec.moe_layer_count * spec.expert_bytes_native / tp)
+    return ceil(per_layer * spec.moe_layer_count * gpu_side_expert_bytes(spec) / tp)
 
 
 def activation_bytes(spec: ModelSpec, chunk: int, tp: int, concurrency: int) -> int:

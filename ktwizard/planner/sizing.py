@@ -15,13 +15,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil, floor
 
+from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner import constants as C
 from ktwizard.planner import ledger as L
 from ktwizard.planner import memory as M
+from ktwizard.planner import steps
 from ktwizard.planner.budget import BudgetItem, GpuBudget
+from ktwizard.planner.steps import Step
 from ktwizard.planner.types import Goals
+from ktwizard.units import human
 
 
 def layerwise_threshold(method: str, spec: ModelSpec) -> int:
@@ -73,6 +77,8 @@ class Sizing:
             spec.per_request_state_bytes(self.tp) * goals.concurrency if spec.attention.kind == "hybrid_linear" else 0
         )
         self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp)
+        int4 = layerwise and method in C.INT4_MARLIN_METHODS and spec.expert_format.kind == "int4_group"
+        self.int4 = steps.Int4Layer.of(spec) if int4 else None
         self._fit: Fit | None = None
         self._budgets: dict[tuple[object, ...], GpuBudget] = {}
 
@@ -84,7 +90,13 @@ class Sizing:
             BudgetItem(
                 "driver reserve",
                 reserve,
-                "NVML v2 reserved memory of this GPU" if measured else "measured on an idle H200 (NVML v2, driver 580)",
+                "NVML v2 reserved memory of this GPU"
+                if measured
+                else (
+                    f"a public nvidia-smi -q capture of this card ({g.name})"
+                    if card_reserve(g.name)
+                    else "not stated for this card: the idle H200's (NVML v2, driver 580)"
+                ),
                 "before",
                 not measured,
                 source="NVML nvmlDeviceGetMemoryInfo_v2 .reserved",
@@ -104,7 +116,8 @@ class Sizing:
                 BudgetItem(
                     "NCCL buffers",
                     C.NCCL_PER_TP * self.tp,
-                    "NCCL and custom all-reduce: SGLang reserves tp/8 GiB",
+                    "NCCL and custom all-reduce buffers: SGLang's own reserve heuristic, tp/8 GiB (server_args.py:1383 "
+                    "sizes --mem-fraction-static by it; not an allocation it makes itself)",
                     "before",
                     True,
                 )
@@ -152,31 +165,72 @@ class Sizing:
         return items
 
     def ready(self) -> list[BudgetItem]:
+        graphs = self.decode_steps(self.graph_bs)
+        pool = max(s.bytes for s in graphs)
         items = [
             L.flashinfer_workspace(self.backend),
             BudgetItem(
-                "CUDA graphs",
-                C.GRAPH_BASE + self.graph_bs * C.GRAPH_PER_BS,
-                f"capture up to batch {self.graph_bs}: SGLang's 512 MiB + 2 MiB per batch size",
+                "flashinfer wrapper workspaces",
+                (4 + 2 * self.graph_bs) * C.FLASHINFER_INT_WORKSPACE,
+                "8 MiB int workspace per wrapper: prefill, decode and one per captured batch size up to "
+                f"{self.graph_bs}",
                 "ready",
                 True,
+                source="flashinfer BatchPrefill/DecodeWithPagedKVCacheWrapper (int workspace)",
+            )
+            if self.backend == "flashinfer"
+            else None,
+            BudgetItem(
+                "CUDA graphs",
+                pool + self.graph_bs * C.GRAPH_PER_BS,
+                f"the graphs share one memory pool holding the decode step at batch {self.graph_bs} "
+                f"({human(pool)}), plus 2 MiB per captured batch size (SGLang's coefficient)",
+                "ready",
+                True,
+                source="srt/model_executor/cuda_graph_runner.py (one graph memory pool); server_args.py:1379",
             ),
             BudgetItem("cuBLAS workspace", C.CUBLAS_WORKSPACE, "measured on an H200 (66 MiB)", "ready", True),
         ]
         return [i for i in items if i is not None]
 
+    def decode_steps(self, requests: int) -> tuple[Step, Step]:
+        return (
+            steps.attention_step(self.spec, self.tp, requests, 0, self.backend, extend=False),
+            steps.moe_step(self.spec, self.tp, requests, gpu_path=True, cpu_path=True, restore=None, requests=requests),
+        )
+
+    def prefill_steps(self, tokens: int, prefixes: tuple[int, ...]) -> tuple[Step, Step]:
+        """The attention step at the costliest of the batch's prefix sums, and the MoE step of `tokens` tokens."""
+        attn = max(
+            (steps.attention_step(self.spec, self.tp, tokens, p, self.backend) for p in prefixes),
+            key=lambda s: s.bytes,
+        )
+        layerwise = self.layerwise and tokens >= self.threshold
+        moe = steps.moe_step(
+            self.spec,
+            self.tp,
+            tokens,
+            gpu_path=True,  # the GPU experts' (or the layerwise layer's) caches: sized by tokens, not by experts
+            cpu_path=not layerwise,
+            restore=self.int4 if layerwise else None,
+            requests=self.goals.concurrency,
+        )
+        return attn, moe
+
     def runtime(self) -> list[BudgetItem]:
-        spec, tp, c = self.spec, self.tp, self.goals.concurrency
-        items: list[BudgetItem | None] = []
+        c, ctx = self.goals.concurrency, self.context
+        items: list[BudgetItem] = []
         if self.layerwise:
-            items += L.layerwise_layer(spec, self.method, tp)
-        items += [
-            L.activations(spec, min(self.threshold + 1, self.tokens), tp, 1, "short prompt"),
-            L.activations(spec, self.chunk, tp, c, "longest prompt"),
-            L.mla_prefix_temporaries(spec, self.context, self.chunk, tp, self.backend),
-            L.activations(spec, c, tp, c, "decode"),
-        ]
-        return [i for i in items if i is not None]
+            items += L.layerwise_layer(self.spec, self.method, self.tp)
+        items.append(L.allocator_overhead())
+        riders = ctx * (c - 1)  # --enable-mixed-chunk: every other request decodes inside the prefill batch
+        short = min(self.threshold + 1, self.tokens)
+        items += L.step_items("short prompt", *self.prefill_steps(short, (riders,)))
+        # the longest prompt's first chunk and its last (own prefix: the context less one chunk)
+        last_prefix = max(0, ctx - self.chunk)
+        items += L.step_items("longest prompt", *self.prefill_steps(self.chunk + c - 1, (riders, riders + last_prefix)))
+        items += L.step_items("decode", *self.decode_steps(c))
+        return items
 
     def margin(self, g: GPU) -> int:
         return M.headroom(g.memory_total)

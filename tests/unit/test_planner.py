@@ -206,7 +206,7 @@ def test_renderings_quote_paths_and_bind_localhost(tmp_path):
     shell = render(r, "shell")
     exec_line = shell.split("exec ", 1)[1].replace("\\\n", " ")
     assert shlex.split(exec_line)[3:] == argv
-    assert "export PYTORCH_ALLOC_CONF=expandable_segments:True" in shell
+    assert "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in shell
     docker = render(r, "docker")
     words = shlex.split(docker.replace("\\\n", " "))
     assert "127.0.0.1:30000:30000" in words and "--ipc=host" in words and "--cap-add=SYS_NICE" in words
