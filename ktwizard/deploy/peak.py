@@ -2,11 +2,17 @@
 the plan, before the deployment is called good.
 
 SGLang-KT allocates part of its memory only when the first long prompt arrives (the layerwise-prefill layer,
-kt_ep_wrapper.py:5737-5814, kept for the server's life) and more at the largest chunks. A plan that is wrong there
-starts fine and dies an hour later on a user's first long prompt; the peak check makes that happen now. It sends a
-prompt just above the layerwise threshold, then one of the longest chunk the plan allows (or --peak-check-tokens),
-samples NVML every 20 ms during both, and prints the measured peak per GPU beside the plan's peak for that phase.
-A peak that eats the plan's margin fails the launch with the cause and the fix (the GPU-expert count that fits).
+kt_ep_wrapper.py:5737-5814, kept for the server's life) and the most when a chunk attends over a long prefix: MLA
+models then decompress up to 131,072 tokens of K/V at once, summed over the batch, and with --enable-mixed-chunk a
+decoding request rides in every prefill batch with its whole context as prefix (planner/steps.py). A plan that is
+wrong there starts fine and dies an hour later on a user's first long prompt; the peak check makes that happen now:
+  1. a prompt just above the layerwise threshold (the short-prompt phase: the layer is built and restored);
+  2. the plan's binding long-prompt phase for real: with concurrency > 1, long requests first (each prefilled, then
+     kept decoding), then a prompt of chunk + the prefix the phase needs (up to 131,072 + chunk tokens, within the
+     context). Every prompt's text is distinct, so the radix cache cannot turn it into a short-prefix batch.
+NVML is sampled every 20 ms; the measured peak per GPU is printed beside the plan's peak for that phase. A peak that
+eats the plan's margin fails the launch with the cause and the fix (the GPU-expert count that fits); a peak with room
+to spare says how many more GPU experts per layer the measured margin holds, and the relaunch that takes them.
 """
 
 from __future__ import annotations
@@ -138,12 +144,13 @@ class PeakStep:
 @dataclass(frozen=True)
 class PeakReport:
     steps: tuple[PeakStep, ...]
+    more_experts: int = 0  # GPU experts per layer the measured peaks leave room for (0 when none or unmeasured)
     skipped: str = ""  # why nothing was measured
 
     def text(self) -> str:
         if self.skipped:
             return f"peak check skipped: {self.skipped}\n"
-        lines = [f"{'peak check':34} {'GPU':>3} {'measured':>11} {'planned':>11} {'diff':>10}"]
+        lines = [f"{'peak check (phase)':44} {'GPU':>3} {'measured':>11} {'planned':>11} {'diff':>10}"]
         for s in self.steps:
             for g in sorted(s.measured):
                 if g not in s.predicted:
@@ -152,7 +159,7 @@ class PeakReport:
                 sign = "+" if diff >= 0 else "-"
                 flag = "  <-- over the plan's margin" if g in s.over() else ""
                 lines.append(
-                    f"{s.name + f' ({s.tokens} tok)':34} {g:>3} {human(s.measured[g]):>11} {human(s.predicted[g]):>11} "
+                    f"{s.name + f' [{s.phase}]':44} {g:>3} {human(s.measured[g]):>11} {human(s.predicted[g]):>11} "
                     f"{sign + human(abs(diff)):>10}{flag}"
                 )
         return "\n".join(lines) + "\n"
@@ -162,55 +169,156 @@ class PeakOverPlan(KtwizardError):
     pass
 
 
-def _prompt_words(tokens: int) -> str:
-    # One short common word is one token in the BPE vocabularies of every supported family (a little over is fine:
-    # the point is to cross the threshold and to fill a chunk).
-    return " ".join(["hello"] * max(1, tokens))
+# Short common words, each one token in the BPE vocabularies of the supported families (a little over is fine: the
+# point is to cross the threshold and reach the binding prefix). Drawn at random per prompt, so no two prompts share
+# more than a few tokens of prefix and the radix cache cannot shorten the batch's prefix.
+_WORDS = (
+    "the of and to in is it that was for on are as with his they at be this have from or one had by word but not what "
+    "all were we when your can said there use an each which she do how their if will up other about out many then them "
+    "these so some her would make like him into time has look two more write go see number no way could people my than "
+    "first water been call who oil its now find long down day did get come made may part over new sound take only little "
+    "work know place year live me back give most very after thing our just name good sentence man think say great where "
+    "help through much before line right too mean old any same tell boy follow came want show also around form three small"
+).split()
+MAX_DECOMPRESSED = 128 * 1024  # forward_batch_deepseek_mha_mixin.py:43-46: the MLA prefix K/V of a batch, at most
+TEMPLATE_SLACK = 64  # tokens a chat template may add around a prompt
+RIDER_DECODE = 4096  # tokens a long request keeps decoding while the binding prompt is prefilled
 
 
-def _ask(url: str, model: str, tokens: int, key_file: str | None = None) -> None:
+def _prompt_words(tokens: int, seed: int = 0) -> str:
+    import random
+
+    rng = random.Random(seed)
+    return " ".join(rng.choice(_WORDS) for _ in range(max(1, tokens)))
+
+
+@dataclass(frozen=True)
+class Drive:
+    """One step of the check: a prompt of `tokens`, sent while `riders` long requests decode."""
+
+    name: str
+    tokens: int
+    phase: str
+    riders: tuple[int, ...] = ()  # prompt tokens of each request decoding while this one is prefilled
+
+    def label(self) -> str:
+        ride = f" + {len(self.riders)} decoding at {self.riders[0]}" if self.riders else ""
+        return f"{self.name} ({self.tokens} tok{ride})"
+
+
+def _post(url: str, body: dict, key_file: str | None, what: str):
     import httpx
 
     from ktwizard.apikey import auth_headers
 
-    body = {
-        "model": model,
-        "messages": [{"role": "user", "content": _prompt_words(tokens)}],
-        "max_tokens": 4,
-        "temperature": 0,
-    }
     try:
-        resp = httpx.post(
+        return httpx.post(
             f"{url}/v1/chat/completions",
             json=body,
             headers=auth_headers(key_file),
             timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=10),
         )
     except httpx.HTTPError as exc:
-        raise KtwizardError(f"the peak check's {tokens}-token request failed: {exc}") from None
+        raise KtwizardError(f"the peak check's {what} failed: {exc}") from None
+
+
+def _ask(url: str, model: str, tokens: int, key_file: str | None = None, seed: int = 0) -> None:
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": _prompt_words(tokens, seed)}],
+        "max_tokens": 4,
+        "temperature": 0,
+    }
+    resp = _post(url, body, key_file, f"{tokens}-token request")
     if resp.status_code != 200:
         raise KtwizardError(
             f"the peak check's {tokens}-token request was answered {resp.status_code}: {resp.text[:200]}"
         )
 
 
-def steps_for(plan: Plan, tokens: int | None = None) -> list[tuple[str, int, str]]:
-    """(name, prompt tokens, the plan's phase it drives) for the two requests."""
+class Rider:
+    """A long request that is prefilled, then kept decoding (streamed) until released: the decoding request that
+    --enable-mixed-chunk puts into every prefill batch with its whole context as prefix."""
+
+    def __init__(self, url: str, model: str, tokens: int, key_file: str | None, seed: int) -> None:
+        self.url, self.model, self.tokens, self.key_file, self.seed = url, model, tokens, key_file, seed
+        self.decoding = threading.Event()
+        self.finished = threading.Event()
+        self.release = threading.Event()
+        self.error = ""
+        self._thread = threading.Thread(target=self._run, name="peak-rider", daemon=True)
+
+    def _run(self) -> None:
+        import httpx
+
+        from ktwizard.apikey import auth_headers
+
+        body = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": _prompt_words(self.tokens, self.seed)}],
+            "max_tokens": RIDER_DECODE,
+            "temperature": 0,
+            "stream": True,
+        }
+        try:
+            with httpx.stream(
+                "POST",
+                f"{self.url}/v1/chat/completions",
+                json=body,
+                headers=auth_headers(self.key_file),
+                timeout=httpx.Timeout(REQUEST_TIMEOUT_S, connect=10),
+            ) as resp:
+                if resp.status_code != 200:
+                    self.error = f"answered {resp.status_code}"
+                    return
+                for line in resp.iter_lines():
+                    if line.startswith("data:"):
+                        self.decoding.set()  # the first token: its prefill is done, it decodes now
+                    if self.release.is_set():
+                        return  # closing the stream aborts the request, as a client going away does
+        except httpx.HTTPError as exc:
+            self.error = str(exc) or exc.__class__.__name__
+        finally:
+            self.finished.set()
+            self.decoding.set()
+
+    def start(self) -> Rider:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.release.set()
+        self._thread.join(timeout=10)
+
+
+def steps_for(plan: Plan, tokens: int | None = None) -> list[Drive]:
+    """The short-prompt step, then the plan's long-prompt phase as it binds: the tokens in flight the plan counts
+    (the longest prompt's last chunk over its own prefix, with the other requests decoding at their context)."""
     threshold = plan.flag("--kt-gpu-prefill-token-threshold")
     chunk = plan.flag("--chunked-prefill-size")
     context = plan.flag("--context-length")
-    longest = tokens or (chunk if isinstance(chunk, int) else 8192)
-    if isinstance(context, int):
-        longest = min(longest, context - 16)
+    chunk = chunk if isinstance(chunk, int) else 8192
+    context = context if isinstance(context, int) else chunk + 16
+    room = context - TEMPLATE_SLACK  # the longest prompt the server accepts with its template and a few tokens out
+    concurrency = max(1, plan.goals.concurrency)
     first = threshold + 64 if isinstance(threshold, int) else 512
-    return [
-        (
-            "just above the layerwise threshold" if isinstance(threshold, int) else "a short prompt",
-            first,
-            "short prompt",
-        ),
-        ("the longest chunk", longest, "longest prompt"),
-    ]
+    short = Drive(
+        "just above the layerwise threshold" if isinstance(threshold, int) else "a short prompt",
+        min(first, room),
+        "short prompt",
+    )
+    if tokens:  # --peak-check-tokens: one prompt of that length, nothing riding
+        return [short, Drive("the long prompt", min(tokens, room), "longest prompt")]
+    # what the plan's longest-prompt phase holds: a batch of context x concurrency tokens, of which at most 131,072
+    # (plus the chunk being prefilled) are decompressed at once
+    target = min(context * concurrency, MAX_DECOMPRESSED + chunk + 1)
+    rider_len = max(1, room - RIDER_DECODE)
+    riders: list[int] = []
+    longest = min(room, target)
+    while len(riders) < concurrency - 1 and longest + sum(riders) < target:
+        riders.append(min(rider_len, target - longest - sum(riders)))
+    name = "the binding long prompt" if riders or longest > chunk else "the longest chunk"
+    return [short, Drive(name, longest, "longest prompt", tuple(riders))]
 
 
 def run_peak_check(
@@ -227,31 +335,44 @@ def run_peak_check(
         gpus: tuple[int, ...] = plan.gpus if opts.gpus == "plan" else tuple(int(g) for g in opts.gpus or ())
         memory, why = gpu_memory(gpus) if gpus else (None, "no GPU was given to the server (--gpus none)")
         if memory is None:
-            skipped = PeakReport((), why if not gpus else f"NVML cannot be read here ({why})")
+            skipped = PeakReport((), skipped=why if not gpus else f"NVML cannot be read here ({why})")
             print(skipped.text(), file=out, end="")
             return skipped
     budgets = {b.gpu: b for b in plan.gpu_budgets}
     steps = []
-    for name, n, phase in steps_for(plan, tokens):
-        print(f"  peak check: {name}, {n} tokens ...", file=out, flush=True)
+    key = plan.goals.api_key_file
+    for i, d in enumerate(steps_for(plan, tokens)):
+        print(f"  peak check: {d.label()} ...", file=out, flush=True)
+        riders: list[Rider] = []
         try:
+            for j, n in enumerate(d.riders):  # prefilled one by one, then all decoding while the prompt runs
+                riders.append(Rider(deployment.url, plan.served_name, n, key, seed=1000 * (i + 1) + j).start())
+                riders[-1].decoding.wait(REQUEST_TIMEOUT_S)
+                if riders[-1].error:
+                    raise KtwizardError(f"the peak check's {n}-token decoding request failed: {riders[-1].error}")
             with PeakSampler(memory) as sampler:
-                _ask(deployment.url, plan.served_name, n, plan.goals.api_key_file)
+                _ask(deployment.url, plan.served_name, d.tokens, key, seed=i + 1)
+            rode = all(not r.finished.is_set() for r in riders)
         except KtwizardError as exc:
-            _died(plan, proc, opts, deployment, out, name, n, phase, budgets, exc)
+            _died(plan, proc, opts, deployment, out, d.label(), d.tokens, d.phase, budgets, exc)
+        finally:
+            for r in riders:
+                r.stop()
+        if riders and not rode:
+            print("  note: a decoding request ended before the long prompt did; its prefix may be missing", file=out)
         seen = any("KT layerwise prefill" in line for line in proc.new_lines())
         steps.append(
             PeakStep(
-                name,
-                n,
-                phase,
+                d.label(),
+                d.tokens,
+                d.phase,
                 dict(sampler.peak),
-                {g: b.phase_bytes(phase) for g, b in budgets.items()},
+                {g: b.phase_bytes(d.phase) for g, b in budgets.items()},
                 {g: b.margin for g, b in budgets.items()},
                 seen,
             )
         )
-    report = PeakReport(tuple(steps))
+    report = PeakReport(tuple(steps), _room_for_experts(plan, budgets, steps))
     print(report.text(), file=out, end="")
     over: dict[int, int] = {}
     for s in steps:
@@ -269,7 +390,30 @@ def run_peak_check(
             "  note: the log showed no 'KT layerwise prefill' line; the layerwise layer may not have been built",
             file=out,
         )
+    if report.more_experts > 0:
+        print(
+            f"  the measured peak leaves room for {report.more_experts} more GPU expert(s) per layer: relaunch with "
+            f"--gpu-experts {plan.gpu_experts + report.more_experts} (ktwizard stop {deployment.name}, then the same "
+            "launch with that option) to serve more of each step from the GPU",
+            file=out,
+        )
     return report
+
+
+def _room_for_experts(plan: Plan, budgets: dict, steps: list[PeakStep]) -> int:
+    """How many more GPU experts per layer the measured peaks leave room for, every GPU keeping its margin."""
+    if not plan.gpu_experts or not steps:
+        return 0
+    room = None
+    for g, b in budgets.items():
+        peak = max((s.measured.get(g, 0) for s in steps), default=0)
+        if not peak:
+            return 0
+        per = ceil(b.item("GPU experts") / plan.gpu_experts)
+        n = (b.total - b.margin - peak) // per if per else 0
+        room = n if room is None else min(room, n)
+    limit = (plan.model.routed_experts or plan.gpu_experts + (room or 0)) - plan.gpu_experts
+    return max(0, min(room or 0, limit))
 
 
 def _died(

@@ -173,7 +173,12 @@ def plan(
     check_flags(flags)
     notes += why_notes + _notes(goals, choice, sizing, budgets, gpus, threads)
     ref = ModelRef(
-        id=spec.id, name=spec.name or spec.id, source=spec.source, exact=spec.exact, architecture=spec.architecture
+        id=spec.id,
+        name=spec.name or spec.id,
+        source=spec.source,
+        exact=spec.exact,
+        architecture=spec.architecture,
+        routed_experts=spec.routed_experts,
     )
     result = Plan(
         model=ref,

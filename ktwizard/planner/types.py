@@ -66,6 +66,7 @@ class ModelRef:
     source: str
     exact: bool
     architecture: str
+    routed_experts: int = 0  # per MoE layer: the most --kt-num-gpu-experts can be
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,10 @@
 """The peak check at launch: the stand-in server allocates the way sglang-kt does (the layerwise layer lazily, on the
-first prompt over the threshold, never freed; activations while a prefill runs) and shows it the way NVML would
-(a recorded nvml.json that ktwizard's recorded-NVML adapter reads). The native runner starts it as a real process."""
+first prompt over the threshold, never freed; per prefill chunk the larger of its attention step, which takes the
+runtime's MLA path for the batch's summed prefix, and its MoE step) and shows it the way NVML would (a recorded
+nvml.json that ktwizard's recorded-NVML adapter reads). The native runner starts it as a real process.
+
+The stand-in's memory comes from Kimi K2's config facts and the runtime's formulas, not from the plan, so a check
+that never reaches the binding phase measures several GiB under the plan and the test says so."""
 
 from __future__ import annotations
 
@@ -17,39 +21,74 @@ STANDIN = str(REPO / "tests" / "standin")
 PLAN = ["--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", "163840", "--concurrency", "2"]
 
 
-def planned(checkpoint) -> dict:
-    out = run_cli("plan", *PLAN, "--weights", str(checkpoint), "--format", "json")
+def planned(checkpoint, plan_args: list[str] | None = None) -> dict:
+    out = run_cli("plan", *(plan_args or PLAN), "--weights", str(checkpoint), "--format", "json")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
 
+# Kimi K2 (model-facts.md): hidden, moe_intermediate, experts, top-k, heads, q_lora, kv_lora, rope, nope, v
+H, I, E, K = 7168, 2048, 384, 8
+MLA = "64,1536,512,64,128,128,7168"
+RESTORE = E * 2 * I * H // 2 - E * (2 * I * (H // 32) + H * (I // 32)) * 2  # fresh packed w13 less the freed scales
+
+
 def standin_memory(plan: dict, extra_layer_gib: float = 0.0) -> list[str]:
-    """Make the stand-in hold what the plan says the real server holds in each phase (plus a skew, if asked)."""
+    """The stand-in holds the plan's static items (ready, the kept layer, plus a skew if asked); what a prompt adds
+    comes from the model's facts: its attention paths (STANDIN_MLA) and its MoE step."""
     items = {i["name"]: i for i in plan["gpu_budgets"][0]["items"]}
     ready = sum(i["bytes"] for i in items.values() if i["phase"] in ("before", "weights", "kv", "ready"))
     reserve = items["driver reserve"]["bytes"]
-    act = items["activations (longest prompt)"]["bytes"] / (plan["flags_by_name"]["--chunked-prefill-size"] / 1024)
     env = {
         "STANDIN_RESERVED_GB": reserve / GiB,
         "STANDIN_READY_GB": (ready - reserve) / GiB,
         "STANDIN_LAYER_GB": items["layerwise layer (kept)"]["bytes"] / GiB + extra_layer_gib,
-        "STANDIN_RESTORE_GB": items["layerwise restore peak"]["bytes"] / GiB,
-        "STANDIN_ACT_GB_PER_KTOK": act / GiB,
+        "STANDIN_RESTORE_GB": RESTORE / GiB,
+        "STANDIN_ACT_GB_PER_KTOK": 1024 * (4 * H * 2 + E * 4) / GiB,  # 4 hidden copies + router logits
+        "STANDIN_CACHE_GB_PER_KTOK": 1024 * K * (max(2 * I, H) + I) * 2 / GiB,  # Marlin cache13 + cache2
+        "STANDIN_MLA": MLA,
         "STANDIN_PREFILL_TPS": 10**7,
+        "STANDIN_MIN_CHUNK_S": 0.08,
+        "STANDIN_DECODE_TPS": 50,
         "STANDIN_STEP_S": 0.05,
     }
     return [arg for k, v in env.items() for arg in ("--env", f"{k}={v}")]
 
 
-def native(checkpoint, name: str, *extra: str, env: dict[str, str] | None = None, port: int | None = None):
+def peak_report(state_home, name: str) -> dict:
+    """The peak report launch keeps beside the record."""
+    path = state_home / "ktwizard" / "deployments" / f"{name}.peak.json"
+    assert path.exists(), path
+    return json.loads(path.read_text())
+
+
+def native(
+    checkpoint,
+    name: str,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    plan_args: list[str] | None = None,
+):
     """`ktwizard launch --native --detach` of the plan under test, as a user runs it."""
     port = port or free_port()
-    args = ["launch", *PLAN, "--native", "--weights", str(checkpoint), "--name", name, "--port", str(port), "--detach"]
+    args = [
+        "launch",
+        *(plan_args or PLAN),
+        "--native",
+        "--weights",
+        str(checkpoint),
+        "--name",
+        name,
+        "--port",
+        str(port),
+        "--detach",
+    ]
     return run_cli(*args, *extra, env=env or {"PYTHONPATH": STANDIN}, timeout=120)
 
 
-def launch(checkpoint, tmp_path, name: str, *extra: str) -> tuple:
-    plan = planned(checkpoint)
+def launch(checkpoint, tmp_path, name: str, *extra: str, plan_args: list[str] | None = None) -> tuple:
+    plan = planned(checkpoint, plan_args)
     plan["flags_by_name"] = {f["name"]: f["value"] for f in plan["flags"]}
     nvml = tmp_path / "nvml"
     nvml.mkdir()
@@ -62,6 +101,7 @@ def launch(checkpoint, tmp_path, name: str, *extra: str) -> tuple:
         *extra,
         env={"PYTHONPATH": STANDIN, "KTWIZARD_NVML_ROOT": str(nvml)},
         port=port,
+        plan_args=plan_args,
     )
     return out, plan, port
 
@@ -76,26 +116,66 @@ def gone(port: int) -> bool:
         return True
 
 
-def test_peak_within_the_plan_passes_and_is_shown(checkpoint, tmp_path, state_home):
+def longest_step(report: dict) -> dict:
+    (step,) = [s for s in report["steps"] if s["phase"] == "longest prompt"]
+    return step
+
+
+@pytest.mark.parametrize(
+    "plan_args, rides",
+    [
+        (PLAN, False),  # 163,840 x 2: one prompt of 131,072 + chunk + 1 tokens reaches the chunked MHA bound alone
+        ([*PLAN[:4], "--context", "65536", "--concurrency", "4"], True),  # long requests decode while it runs
+    ],
+)
+def test_peak_check_reaches_the_binding_phase(checkpoint, tmp_path, state_home, plan_args, rides):
     name = f"ktw-peak-ok-{time.monotonic_ns() % 10**8}"
-    plan = planned(checkpoint)
+    plan = planned(checkpoint, plan_args)
     plan["flags_by_name"] = {f["name"]: f["value"] for f in plan["flags"]}
-    out, plan, port = launch(checkpoint, tmp_path, name, *standin_memory(plan))
+    out, plan, port = launch(checkpoint, tmp_path, name, *standin_memory(plan, -2.5), plan_args=plan_args)
     try:
         assert out.returncode == 0, out.stderr
         err = out.stderr
         threshold = plan["flags_by_name"]["--kt-gpu-prefill-token-threshold"]
         assert f"just above the layerwise threshold ({threshold + 64} tok)" in err
-        assert "the longest chunk (16384 tok)" in err and "over the plan's margin" not in err
-        assert "no 'KT layerwise prefill' line" not in err  # the stand-in logged the real line
-        # the layerwise layer stayed after the first long prompt, as the module global does
-        snap = json.loads((tmp_path / "nvml" / "nvml.json").read_text())
-        items = {i["name"]: i["bytes"] for i in plan["gpu_budgets"][0]["items"]}
-        held = snap["devices"][0]["mem_v2"]["used"] + snap["devices"][0]["mem_v2"]["reserved"]
-        ready = sum(
-            i["bytes"] for i in plan["gpu_budgets"][0]["items"] if i["phase"] in ("before", "weights", "kv", "ready")
-        )
-        assert abs(held - ready - items["layerwise layer (kept)"]) < 2**20
+        assert "over the plan's margin" not in err and "no 'KT layerwise prefill' line" not in err
+        assert ("decoding at" in err) is rides and "a decoding request ended" not in err
+        step = longest_step(peak_report(state_home, name))
+        budget = plan["gpu_budgets"][0]
+        predicted, measured = step["predicted"]["0"], step["measured"]["0"]
+        # the check reached the plan's binding phase: the stand-in (facts, not the plan) holds within the
+        # allocator's allowance of it, less the 2.5 GiB taken off the kept layer
+        assert abs(measured + 2.5 * GiB - predicted) < 0.35 * GiB, (measured / GiB, predicted / GiB)
+        # the distinct texts: the long prompt's chunks were not served from the radix cache
+        log = run_cli("logs", name).stdout
+        cached = [int(x.split("#cached-token: ")[1].split(",")[0]) for x in log.splitlines() if "#new-token" in x]
+        assert max(cached) == (step["tokens"] - 1) // 16384 * 16384 and all(c % 16384 == 0 for c in cached)
+        # with riders, the long prompt's chunks carry the decoding requests (mixed chunk)
+        riding = [x for x in log.splitlines() if "#new-token" in x and "#running-req: 2," in x]
+        assert bool(riding) is rides
+        # the room it measured, in GPU experts per layer, is offered as a relaunch
+        items = {i["name"]: i["bytes"] for i in budget["items"]}
+        per = ceil(items["GPU experts"] / plan["gpu_experts"])
+        more = (
+            budget["total"] - budget["margin"] - max(s["measured"]["0"] for s in peak_report(state_home, name)["steps"])
+        ) // per
+        assert more >= 1 and f"room for {more} more GPU expert(s) per layer" in err, err
+        assert f"--gpu-experts {plan['gpu_experts'] + more}" in err
+    finally:
+        run_cli("stop", name)
+
+
+def test_a_check_too_short_for_the_binding_phase_measures_under_the_plan(checkpoint, tmp_path, state_home):
+    """One chunk with no prefix (the old check) never reaches MHA over a long prefix: the stand-in measures several
+    GiB under the plan's longest-prompt phase, so a check that short would prove nothing."""
+    name = f"ktw-peak-short-{time.monotonic_ns() % 10**8}"
+    plan = planned(checkpoint)
+    plan["flags_by_name"] = {f["name"]: f["value"] for f in plan["flags"]}
+    out, plan, port = launch(checkpoint, tmp_path, name, *standin_memory(plan), "--peak-check-tokens", "16384")
+    try:
+        assert out.returncode == 0, out.stderr
+        step = longest_step(peak_report(state_home, name))
+        assert step["measured"]["0"] < step["predicted"]["0"] - 4 * GiB
     finally:
         run_cli("stop", name)
 

@@ -20,7 +20,17 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
   STANDIN_LAYER_GB      the layerwise-prefill layer, allocated lazily on the first prompt at or over
                         --kt-gpu-prefill-token-threshold and never freed (kt_ep_wrapper.py:5737-5814, :556) (0)
   STANDIN_RESTORE_GB    held on top while a layerwise prefill restores its layer (0)
-  STANDIN_ACT_GB_PER_KTOK  activations per 1024 prompt tokens while a prefill runs (0)
+  STANDIN_ACT_GB_PER_KTOK  the MoE step's hidden copies and router logits per 1024 tokens of a prefill chunk (0);
+  STANDIN_CACHE_GB_PER_KTOK  its expert caches per 1024 tokens (0), freed before a layerwise chunk's restore
+                        (STANDIN_RESTORE_GB), so that step holds the larger of the two
+  STANDIN_MLA           "heads,q_lora_rank,kv_lora_rank,qk_rope,qk_nope,v_head,hidden": the attention step of an MLA
+                        model as sglang-kt 0.7.2 runs it (attention_backend_handler.py:63-96, forward_mha.py:220-390):
+                        with flashinfer/fa3/flashmla an extend batch whose summed prefix is 0 or >= 8192 runs MHA over
+                        the prefix, in one shot up to 131,072 tokens in the batch, else 131,072 at a time; otherwise the
+                        absorbed path. The prefix is summed over the batch: with --enable-mixed-chunk every decoding
+                        request rides in each prefill chunk with its whole context. Unset: no attention step.
+  Prompts are prefilled in chunks of --chunked-prefill-size behind a radix cache (a prompt's longest common prefix
+  with an earlier one is cached), one "Prefill batch" line per chunk, as the real scheduler logs them.
 """
 
 from __future__ import annotations
@@ -106,7 +116,10 @@ class GpuMemory:
         self.layer = int(float(ENV("STANDIN_LAYER_GB", "0")) * gib)
         self.restore = int(float(ENV("STANDIN_RESTORE_GB", "0")) * gib)
         self.act_per_ktok = float(ENV("STANDIN_ACT_GB_PER_KTOK", "0")) * gib
+        self.cache_per_ktok = float(ENV("STANDIN_CACHE_GB_PER_KTOK", "0")) * gib
         self.threshold = args.kt_gpu_prefill_token_threshold
+        self.mla = tuple(int(x) for x in ENV("STANDIN_MLA", "").split(",")) if ENV("STANDIN_MLA") else None
+        self.backend = args.attention_backend or "flashinfer"
         self.layers = sorted(range(1, 61))  # Kimi K2's MoE layers, as the real log numbers them
         self.held = 0
         self.lock = threading.Lock()
@@ -144,16 +157,30 @@ class GpuMemory:
         self.held = self.ready
         self.write()
 
-    def prefill(self, n: int, seconds: float) -> None:
-        """Hold what a prefill of n tokens holds for its duration; build the layerwise layer lazily, once."""
-        layerwise = self.threshold is not None and n >= self.threshold
+    def attention(self, m: int, prefix: int) -> int:
+        """The attention step's live set of an m-token chunk over `prefix` tokens of prefix in the batch."""
+        if not self.mla:
+            return 0
+        h, ql, r, rope, nope, v, hidden = self.mla
+        live = 2 * m * hidden * 2 + m * (ql + r + rope) * 2 + m * h * (nope + rope) * 2
+        token = (r + rope) * 2 + h * (nope + v) * 2 + h * (nope + rope) * 2  # gather + K/V + K of a prefix token
+        if self.backend in ("flashinfer", "fa3", "flashmla") and (prefix == 0 or prefix >= 8192):
+            if prefix + m <= 131072:
+                return live + (prefix + m) * token + m * h * v * 2
+            return live + 131072 * token + m * h * (2 * nope + v + rope) * 2 + 3 * m * h * v * 2 + 3 * m * h * 4
+        return live + m * h * (2 * r + v) * 2 + (m * h * (r + rope) * 2 if self.backend == "triton" else 0)
+
+    def chunk(self, m: int, prefix: int, seconds: float, prompt: int) -> None:
+        """Hold one prefill chunk's peak: the larger of its attention step and its MoE step."""
+        layerwise = self.threshold is not None and m >= self.threshold
         if layerwise and FAIL == "cuda_oom@layerwise":
             cuda_oom("forward_extend", self.layer / 2**30)
         with self.lock:
             if layerwise and self.held == self.ready:
                 self.held += self.layer  # the module global: never freed
-            transient = int(self.act_per_ktok * n / 1024) + (self.restore if layerwise else 0)
-            self.write(transient)
+            # the experts' caches are freed before the INT4 layer is restored (kt_ep_wrapper.py:2685-2693)
+            moe = int(self.act_per_ktok * m / 1024) + max(int(self.cache_per_ktok * m / 1024), self.restore * layerwise)
+            self.write(max(self.attention(m, prefix), moe))
         if layerwise:
             step = seconds / len(self.layers)
             for layer in self.layers:
@@ -204,6 +231,8 @@ class Engine:
         self.decode_steps = 0
         self.decode_window = (time.time(), 0)
         self.max_total = args.max_total_tokens or 100000
+        self.decoding: dict[int, int] = {}  # request id -> its context, while it decodes
+        self.seen: list[list[str]] = []
         self.registry = r = CollectorRegistry()
         labels = ["engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"]
         self.lv = {
@@ -259,20 +288,46 @@ class Engine:
 
         return generate_latest(self.registry)
 
-    def prefill(self, n: int) -> float:
+    def cached(self, words: list[str]) -> int:
+        """The radix cache: the longest prefix this prompt shares with an earlier one (never all of it)."""
+        best = 0
+        for seen in self.seen:
+            n = 0
+            for a, b in zip(seen, words):
+                if a != b:
+                    break
+                n += 1
+            best = max(best, n)
+        self.seen = (self.seen + [words])[-8:]
+        return min(best, len(words) - 1)
+
+    def prefill(self, n: int, words: list[str] | None = None) -> float:
+        """Prefill an n-token prompt chunk by chunk, as the scheduler does; returns the seconds it took."""
+        cached = self.cached(words) if words else 0
+        size = self.args.chunked_prefill_size or 8192
+        rate = float(ENV("STANDIN_PREFILL_TPS", "600"))
+        start, done = time.time(), cached
         with self.lock:
             self.tokens_in_use += n
-            usage = self.tokens_in_use / self.max_total
-        rate = float(ENV("STANDIN_PREFILL_TPS", "600"))
-        seconds = max(n / rate, float(ENV("STANDIN_MIN_PREFILL_S", "0.1")))  # no real prefill is instant
-        log(
-            f"Prefill batch, #new-seq: 1, #new-token: {n}, #cached-token: 0, token usage: {usage:.2f}, #running-req: "
-            f"{self.running}, "
-            f"#queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
-        )
-        self.realtime.labels(**self.lv, mode="prefill_compute").inc(n)
-        self.g_usage.labels(**self.lv).set(usage)
-        return seconds
+        while done < n:
+            m = min(size, n - done)
+            with self.lock:  # --enable-mixed-chunk: the decoding requests ride in this batch with their context
+                riders = dict(self.decoding) if self.args.enable_mixed_chunk else {}
+                usage = self.tokens_in_use / self.max_total
+            log(
+                f"Prefill batch, #new-seq: 1, #new-token: {m}, #cached-token: {done}, token usage: {usage:.2f}, "
+                f"#running-req: {len(riders)}, #queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
+            )
+            seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
+            self.gpu.chunk(m, done + sum(riders.values()), seconds, n)
+            done += m
+        self.realtime.labels(**self.lv, mode="prefill_compute").inc(n - cached)
+        self.realtime.labels(**self.lv, mode="prefill_cache").inc(cached)
+        self.g_usage.labels(**self.lv).set(self.tokens_in_use / self.max_total)
+        rest = float(ENV("STANDIN_MIN_PREFILL_S", "0.1")) - (time.time() - start)
+        if rest > 0:  # no real prefill is instant
+            time.sleep(rest)
+        return time.time() - start
 
     def step_delay(self) -> float:
         rate = float(ENV("STANDIN_DECODE_TPS", "20"))
@@ -392,7 +447,7 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             if self.refused(path):
                 return None
             if path == "/generate":
-                engine.prefill(len(str(body.get("text", "")).split()) or 1)
+                engine.prefill(len(str(body.get("text", "")).split()) or 1)  # /generate: no memory model
                 return self.reply(200, {"text": "ok", "meta_info": {"completion_tokens": 8}})
             if path not in ("/v1/chat/completions", "/v1/completions"):
                 return self.reply(404, {"detail": "Not Found"})
@@ -403,15 +458,17 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                 if "messages" in body
                 else str(body.get("prompt", ""))
             )
-            prompt_tokens = max(1, len(text.split()))
+            words = text.split()
+            prompt_tokens = max(1, len(words))
             max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-            self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"))
+            self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"), words)
 
-        def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool) -> None:
+        def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool, words=None) -> None:
             start = time.time()
             engine.request(+1)
+            rid = id(self)
             try:
-                engine.gpu.prefill(prompt_tokens, engine.prefill(prompt_tokens))
+                engine.prefill(prompt_tokens, words)
                 engine.prompt.labels(served).inc(prompt_tokens)
                 first = time.time()
                 engine.ttft.labels(served).observe(first - start)
@@ -428,6 +485,8 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                         engine.itl.labels(served).observe(now - last)
                         last = now
                     engine.decoded()
+                    with engine.lock:
+                        engine.decoding[rid] = prompt_tokens + i + 1
                     if stream:
                         delta = {
                             "choices": [
@@ -467,6 +526,8 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             except (BrokenPipeError, ConnectionResetError):
                 engine.aborted.labels(served).inc()
             finally:
+                with engine.lock:
+                    engine.decoding.pop(rid, None)
                 engine.request(-1)
 
         def chunk(self, obj) -> None:
