@@ -293,7 +293,7 @@ class Engine:
         best = 0
         for seen in self.seen:
             n = 0
-            for a, b in zip(seen, words):
+            for a, b in zip(seen, words, strict=False):
                 if a != b:
                     break
                 n += 1
