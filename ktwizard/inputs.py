@@ -259,3 +259,8 @@ def is_loopback(address: str) -> bool:
         return ipaddress.ip_address(address).is_loopback
     except ValueError:
         return address == "localhost"
+
+
+def url_host(address: str) -> str:
+    """An address as a URL's host: IPv6 literals in brackets."""
+    return f"[{address}]" if ":" in address and not address.startswith("[") else address

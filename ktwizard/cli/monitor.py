@@ -85,7 +85,7 @@ def _terminal() -> bool:
 def cmd_monitor_web(args: argparse.Namespace) -> int:
     """--web: the same dashboard through textual-serve, one process per browser tab."""
     from ktwizard.host.ports import check_port
-    from ktwizard.inputs import is_loopback
+    from ktwizard.inputs import is_loopback, url_host
     from ktwizard.tui.web import make_server, monitor_command, new_token
 
     if args.once:
@@ -98,18 +98,18 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
         target = (["--url", url] if url else []) + (["--container", container] if container else [])
     target += ["--interval", str(args.interval)] + (["--no-gpu"] if args.no_gpu else [])
     check_port(args.bind, args.web_port)
-    token = None if is_loopback(args.bind) else new_token()
+    token = new_token()  # on every bind: any page the user visits can reach 127.0.0.1
     server = make_server(monitor_command(target), args.bind, args.web_port, token, args.web_sessions)
     shown = "127.0.0.1" if args.bind in ("0.0.0.0", "::") else args.bind
-    print(f"dashboard at http://{shown}:{args.web_port}/" + (f"?token={token}" if token else ""), file=sys.stderr)
+    print(f"dashboard at http://{url_host(shown)}:{args.web_port}/?token={token}", file=sys.stderr, flush=True)
     print(
         f"each browser tab runs its own dashboard process (at most {args.web_sessions} at once); Ctrl-C stops serving",
         file=sys.stderr,
     )
-    if token:
+    if not is_loopback(args.bind):
         print(
-            f"warning: listening on {args.bind}: anyone with this URL can watch and stop the server; keep the token "
-            "private and the port behind a firewall",
+            f"warning: listening on {args.bind}: anyone with this URL can watch the server; keep the token private "
+            "and the port behind a firewall",
             file=sys.stderr,
         )
     server.serve()

@@ -184,6 +184,14 @@ class MonitorScreen(Screen):
         if not self.deployment:
             self.notify("only a server ktwizard launched can be stopped here (--container NAME)", severity="warning")
             return
+        from ktwizard.tui.web import served_by_web
+
+        if served_by_web():  # a page's script can send any key, the confirmation's too
+            self.notify(
+                f"the browser view does not stop servers: run `ktwizard stop {self.deployment}` in a terminal",
+                severity="warning",
+            )
+            return
         self.app.push_screen(
             Confirm(f"Stop and remove {self.deployment}? Its weights must load again to serve.", yes="Stop it"),
             self._stop_confirmed,

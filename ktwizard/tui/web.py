@@ -1,7 +1,9 @@
 """The dashboard in a browser through textual-serve: each browser tab runs its own dashboard process.
 
-On 127.0.0.1 by default. Bound elsewhere, a token is required in the page's URL (the dashboard can stop
-servers), and the number of sessions is capped either way.
+On 127.0.0.1 by default, and a token is required in the page's URL on every bind (the command prints the URL
+with it). Any web page the user visits can open a WebSocket to 127.0.0.1, so the socket is also refused unless its
+Origin is the dashboard's own, and on loopback unless the Host is a loopback name (no DNS rebinding). The browser
+view never stops a server: its confirmation is a key any page script could send. Sessions are capped.
 """
 
 from __future__ import annotations
@@ -26,32 +28,59 @@ def monitor_command(args: list[str]) -> str:
     return shlex.join([sys.executable, "-m", "ktwizard", "monitor", *args])
 
 
-def make_server(command: str, bind: str, port: int, token: str | None, max_sessions: int) -> Any:
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def host_allowed(host_header: str, bind_loopback: bool, port: int) -> bool:
+    """The Host a request names: on a loopback bind only a loopback name at this port (a rebound DNS name is
+    another site's page talking to us)."""
+    if not bind_loopback:
+        return bool(host_header)
+    name, _, p = host_header.rpartition(":")
+    return name.lower() in LOOPBACK_NAMES and p == str(port)
+
+
+def origin_allowed(origin: str | None, host_header: str) -> bool:
+    """A browser always sends Origin with a WebSocket; only the dashboard's own page may open one."""
+    return origin is not None and origin.lower() in (f"http://{host_header}".lower(), f"https://{host_header}".lower())
+
+
+def make_server(command: str, bind: str, port: int, token: str, max_sessions: int) -> Any:
     import aiohttp_jinja2
     from aiohttp import web
     from textual_serve.server import Server
+
+    from ktwizard.inputs import is_loopback
 
     class DashboardServer(Server):
         def __init__(self) -> None:
             super().__init__(command, host=bind, port=port, title="ktwizard monitor")
             self.sessions = 0
 
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            # textual-serve's page appends "?width=..&height=.." to the socket URL: the token rides in the path
+            app.router.add_get("/ws/{token}", self.handle_websocket)
+            return app
+
         def allowed(self, request: web.Request) -> bool:
-            return token is None or hmac.compare_digest(request.query.get("token", ""), token)
+            given = request.match_info.get("token") or request.query.get("token", "")
+            return hmac.compare_digest(given, token) and host_allowed(request.host, is_loopback(bind), port)
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
             if not self.allowed(request):
                 return web.Response(status=403, text="ktwizard: open the URL with its token (printed at start)\n")
             context = await Server.handle_index.__wrapped__(self, request)  # type: ignore[attr-defined]
             # the browser reaches the page at request.host: the socket and the static files are there too
-            query = f"?token={token}" if token else ""
-            context["app_websocket_url"] = f"ws://{request.host}/ws{query}"
+            context["app_websocket_url"] = f"ws://{request.host}/ws/{token}"
             context["config"]["static"]["url"] = f"http://{request.host}/static/"
             return aiohttp_jinja2.render_template("app_index.html", request, context)
 
         async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
             if not self.allowed(request):
                 return web.Response(status=403, text="ktwizard: token required\n")
+            if not origin_allowed(request.headers.get("Origin"), request.host):
+                return web.Response(status=403, text="ktwizard: this socket is for the dashboard's own page\n")
             if self.sessions >= max_sessions:
                 return web.Response(
                     status=503,

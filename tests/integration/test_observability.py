@@ -227,13 +227,17 @@ def test_web_dashboard_in_chromium(served, browser, tmp_path):
         text=True,
     )  # fmt: skip
     try:
-        wait_http(f"http://127.0.0.1:{port}/")
+        first = web.stderr.readline()  # the URL with its token comes first
+        token = re.search(r"\?token=([\w-]+)", first)
+        assert token, first
+        page = f"http://127.0.0.1:{port}/?token={token.group(1)}"
+        wait_http(page)
         busy = subprocess.Popen(  # decode traffic so the Throughput pane has a rate to show
             [sys.executable, "-c", "import httpx\nfor _ in range(40): httpx.post("
              f"'{url}/v1/chat/completions', json={{'model': 'x', 'messages': [{{'role': 'user', 'content': 'hi'}}],"
              "'max_tokens': 30}, timeout=30)"]
         )  # fmt: skip
-        browser.get(f"http://127.0.0.1:{port}/")
+        browser.get(page)
         deadline, rates = time.monotonic() + 40, []
         while time.monotonic() < deadline:
             rates = [float(x) for x in re.findall(r"decode\s+([0-9.]+) tok/s", screen_text(browser))]
@@ -252,7 +256,11 @@ def test_web_dashboard_in_chromium(served, browser, tmp_path):
             time.sleep(0.3)
         assert "paused" in screen_text(browser)
         # one session is the cap: a second tab is refused with the reason
-        second = httpx.get(f"http://127.0.0.1:{port}/ws", timeout=5)
+        second = httpx.get(
+            f"http://127.0.0.1:{port}/ws?token={token.group(1)}",
+            headers={"Origin": f"http://127.0.0.1:{port}"},
+            timeout=5,
+        )
         assert second.status_code == 503 and "sessions" in second.text
     finally:
         stop(web)
@@ -277,6 +285,54 @@ def test_web_needs_a_token_off_loopback(served, tmp_path):
         assert httpx.get(f"http://127.0.0.1:{port}/?token=wrong", timeout=5).status_code == 403
         assert httpx.get(f"http://127.0.0.1:{port}/ws", timeout=5).status_code == 403
         page = httpx.get(f"http://127.0.0.1:{port}/?token={token.group(1)}", timeout=5)
-        assert page.status_code == 200 and f"/ws?token={token.group(1)}" in page.text
+        assert page.status_code == 200 and f"/ws/{token.group(1)}" in page.text
+    finally:
+        stop(web)
+
+
+def test_web_socket_from_another_origin_or_host_is_refused(served, tmp_path):
+    """Cross-site WebSocket hijacking: any page the user visits can open ws://127.0.0.1:PORT/ws. The socket needs the
+    token, the dashboard's own Origin and a loopback Host; the real textual-serve stack answers the handshake."""
+    import asyncio
+
+    import aiohttp
+
+    port, log = free_port(), tmp_path / "web.err"
+    with open(log, "w") as err:
+        web = subprocess.Popen(
+            [sys.executable, "-m", "ktwizard", "monitor", "--url", f"http://127.0.0.1:{served['port']}", "--web",
+             "--web-port", str(port), "--no-gpu", "--web-sessions", "2"],
+            env={**os.environ, **served["env"]},
+            stderr=err,
+        )  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{port}/")
+        token = re.search(r"\?token=([\w-]+)", log.read_text())
+        assert token, log.read_text()
+        t = token.group(1)
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 403  # loopback needs it too
+        assert httpx.get(f"http://127.0.0.1:{port}/?token={t}", timeout=5).status_code == 200
+        # a rebound DNS name: the page's own Host is not a loopback name
+        rebound = httpx.get(f"http://127.0.0.1:{port}/?token={t}", headers={"Host": f"evil.example:{port}"}, timeout=5)
+        assert rebound.status_code == 403
+
+        async def handshake(origin: str | None, host: str | None = None, with_token: bool = True) -> int:
+            headers = {k: v for k, v in (("Origin", origin), ("Host", host)) if v}
+            url = f"http://127.0.0.1:{port}/ws" + (f"?token={t}" if with_token else "")
+            async with aiohttp.ClientSession() as s:
+                try:
+                    ws = await s.ws_connect(url, headers=headers, timeout=aiohttp.ClientWSTimeout(ws_close=5))
+                except aiohttp.WSServerHandshakeError as exc:
+                    return exc.status
+                await ws.close()
+                return 101
+
+        own = f"http://127.0.0.1:{port}"
+        assert asyncio.run(handshake("http://evil.example")) == 403
+        assert asyncio.run(handshake("null")) == 403
+        assert asyncio.run(handshake(None)) == 403
+        assert asyncio.run(handshake(own, with_token=False)) == 403
+        assert asyncio.run(handshake(f"http://evil.example:{port}", host=f"evil.example:{port}")) == 403
+        assert asyncio.run(handshake(own)) == 101
     finally:
         stop(web)

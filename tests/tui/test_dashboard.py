@@ -189,3 +189,32 @@ def test_dashboard_snapshot(snap_compare):
 
     app = MonitorApp(source=Replay(recorded_samples()), interval=3600, predicted={0: 80_000_000_000})
     assert snap_compare(app, terminal_size=(120, 40), run_before=settle)
+
+
+def test_the_browser_view_never_stops_a_server(monkeypatch):
+    """In a textual-serve session (TEXTUAL_DRIVER is the web driver) ^k only says how to stop: a page's script can
+    send any key, the confirmation's too. In a terminal the same key asks for confirmation."""
+    import asyncio
+
+    from ktwizard.tui.monitor_app import MonitorApp
+    from ktwizard.tui.web import WEB_DRIVER
+
+    async def go(web: bool) -> str:
+        if web:
+            monkeypatch.setenv("TEXTUAL_DRIVER", WEB_DRIVER)
+        else:
+            monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+        app = MonitorApp(source=Replay(recorded_samples()), interval=0.05, deployment="kt-web-test")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause(0.1)
+            await pilot.press("ctrl+k")
+            await pilot.pause(0.2)
+            said = " ".join(str(n.message) for n in app._notifications)
+            screen = type(app.screen).__name__
+            await pilot.press("escape")
+            return said + " | " + screen
+
+    web = asyncio.run(go(True))
+    assert "does not stop servers" in web and "ktwizard stop kt-web-test" in web and "Confirm" not in web
+    terminal = asyncio.run(go(False))
+    assert terminal.endswith("Confirm")
