@@ -78,7 +78,7 @@ def natives() -> list[Running]:
         try:
             rec = load(path.stem)
         except Exception:  # noqa: BLE001 - an unreadable record is listed by name only
-            out.append(Running(path.stem, "?", "record unreadable", "", "", None, None))
+            out.append(Running(path.stem, "?", "corrupt", "record unreadable", "", None, None))
             continue
         if rec is None or rec.kind != "native" or not rec.pid:
             continue

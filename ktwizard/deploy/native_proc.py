@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ktwizard.deploy import patches
 from ktwizard.deploy.launch import LaunchOptions
+from ktwizard.deploy.procid import DEPLOYMENT_ENV, labelled, start_ticks, still_ours
 from ktwizard.deploy.records import Deployment, state_dir
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.constants import INT4_MARLIN_METHODS
@@ -53,7 +54,7 @@ class NativeProcess:
 
         check_port(opts.bind, opts.port)
         check_weights(plan)
-        env = {**os.environ, **{e.name: e.value for e in plan.env}, **opts.env}
+        env = {**os.environ, **{e.name: e.value for e in plan.env}, **opts.env, DEPLOYMENT_ENV: opts.name}
         check_layerwise_patch(plan, opts.python, env)
         from ktwizard.apikey import server_command
 
@@ -99,7 +100,33 @@ class NativeProcess:
             model=self.plan.model.id,
             pid=self.proc.pid,
             log_path=str(self.log_path),
+            pid_start=start_ticks(self.proc.pid),
         )
+
+
+def stop_owned(pid: int | None, start: int | None, label: tuple[str, str], grace: float = 20.0) -> str | None:
+    """Stop the process group a record names if it is still the one ktwizard started; None when done, else why
+    nothing was signalled (procid.still_ours)."""
+    why = still_ours(pid, start, label)
+    if why is None and pid is not None:
+        stop_group(pid, grace)
+    return why
+
+
+def stop_labelled(label: tuple[str, str], grace: float = 20.0) -> list[int]:
+    """Stop the groups of processes that carry `label` (found when the record is lost); the groups stopped."""
+    groups = sorted({os.getpgid(p) for p in labelled(*label) if _alive(p)} - {os.getpgrp()})
+    for g in groups:
+        stop_group(g, grace)
+    return groups
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.getpgid(pid)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def stop_group(pid: int, grace: float = 20.0) -> None:

@@ -21,6 +21,7 @@ class Deployment:
     container_id: str | None = None
     pid: int | None = None
     log_path: str | None = None
+    pid_start: int | None = None  # the process's start time (procid.start_ticks): a reused PID is not ours
 
 
 def state_dir() -> Path:

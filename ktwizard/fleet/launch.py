@@ -137,26 +137,40 @@ def launch_fleet(fleet: FleetPlan, opts: FleetOptions, out: TextIO = sys.stderr)
 
 def stop_fleet(name: str, out: TextIO = sys.stderr) -> list[str]:
     """Remove the router, every replica and the record; also any container labelled with this fleet."""
-    rec = records.load(name)
-    removed: list[str] = []
-    if rec is not None and rec.router.kind == "native" and rec.router.pid:
-        from ktwizard.deploy.native_proc import stop_group
+    from ktwizard.deploy.native_proc import stop_labelled, stop_owned
+    from ktwizard.deploy.procid import FLEET_ENV
 
-        stop_group(rec.router.pid, grace=10.0)
-        removed.append("router (process)")
+    try:
+        rec, corrupt = records.load(name), False
+    except BadInput:  # the labels are the truth, the record a cache: an unreadable one still stops everything
+        rec, corrupt = None, True
+    removed: list[str] = []
+    notes: list[str] = []
+    label = (FLEET_ENV, name)
+    if rec is not None and rec.router.kind == "native":
+        why = stop_owned(rec.router.pid, rec.router.pid_start, label, grace=10.0)
+        if why is None:
+            removed.append("router (process)")
+        elif why != "already gone":
+            notes.append(f"router process not signalled: {why}")
+    elif rec is None and stop_labelled(label, grace=10.0):
+        removed.append("router (process, found by its label)")
+    from ktwizard.deploy import records as deployments
     from ktwizard.deploy.engine import connect
 
     for c in connect().containers.list(all=True, filters={"label": [f"{FLEET_LABEL}={name}"]}):
         c.remove(force=True)
         removed.append(c.name)
-    from ktwizard.deploy import records as deployments
-
+        deployments.forget(c.name)
     for r in rec.replicas if rec else ():
         deployments.forget(r.name)
-    if rec is None and not removed:
+    if rec is None and not removed and not corrupt:
         raise BadInput(f"no fleet named {name} (ktwizard fleet status lists what a record names)")
     records.forget(name)
-    print(f"stopped fleet {name}: removed {', '.join(removed) or 'its record'}", file=out)
+    said = f"stopped fleet {name}: removed {', '.join(removed) or 'its record'}"
+    if corrupt:
+        said += " (its record was unreadable: found by label, record cleared)"
+    print("; ".join([said, *notes]), file=out)
     return removed
 
 

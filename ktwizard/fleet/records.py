@@ -16,6 +16,7 @@ class RouterRecord:
     pid: int | None = None
     container: str | None = None
     log_path: str | None = None
+    pid_start: int | None = None  # the router process's start time (procid.start_ticks)
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from ktwizard.deploy.procid import FLEET_ENV, start_ticks
 from ktwizard.errors import KtwizardError
 from ktwizard.fleet.compose import FLEET_LABEL
 from ktwizard.fleet.plan import FleetPlan
@@ -49,6 +51,7 @@ class NativeRouter:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group: stop takes the whole router down
+                env={**os.environ, FLEET_ENV: fleet.name},  # its label: found again if the record is lost
             )
 
     def running(self) -> bool:
@@ -67,7 +70,9 @@ class NativeRouter:
 
     def record(self) -> RouterRecord:
         url, metrics = _urls(self.fleet, self.bind)
-        return RouterRecord("native", url, metrics, pid=self.proc.pid, log_path=str(self.log_path))
+        return RouterRecord(
+            "native", url, metrics, pid=self.proc.pid, log_path=str(self.log_path), pid_start=start_ticks(self.proc.pid)
+        )
 
 
 class DockerRouter:

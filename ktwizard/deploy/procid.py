@@ -1,0 +1,104 @@
+"""Which process a record names, and whether it is still that one.
+
+A PID is reused once its process is gone: a stale record's PID can name an editor or a shell by the time `stop`
+runs. A record keeps the PID with the process's start time (field 22 of /proc/PID/stat, in clock ticks since boot),
+and ktwizard's native servers and routers carry a label in their environment (KTWIZARD_DEPLOYMENT / KTWIZARD_FLEET),
+so a process is signalled only when it is still the one ktwizard started, and found by its label when the record
+is lost.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PID_MAX = 4_194_304  # PID_MAX_LIMIT on 64-bit Linux: no PID is larger
+DEPLOYMENT_ENV = "KTWIZARD_DEPLOYMENT"
+FLEET_ENV = "KTWIZARD_FLEET"
+_READ_CAP = 1 << 20  # /proc files are small; never read more
+
+
+def valid_pid(pid: object) -> bool:
+    return isinstance(pid, int) and not isinstance(pid, bool) and 1 < pid <= PID_MAX
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (which may hold spaces and parentheses)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()[:_READ_CAP].decode("utf-8", "replace")
+    except OSError:
+        return None
+    return raw.rpartition(")")[2].split()
+
+
+def start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot; None when there is no such process."""
+    if not valid_pid(pid):
+        return None
+    fields = _stat(pid)
+    try:
+        return int(fields[19]) if fields else None  # field 22 overall: the 20th after "pid (comm)"
+    except (IndexError, ValueError):
+        return None
+
+
+def _pgid(pid: int) -> int | None:
+    fields = _stat(pid)
+    try:
+        return int(fields[2]) if fields else None  # field 5 overall
+    except (IndexError, ValueError):
+        return None
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return []
+
+
+def group_members(pgid: int) -> list[int]:
+    return [p for p in _pids() if _pgid(p) == pgid]
+
+
+def labelled(key: str, value: str) -> list[int]:
+    """The processes (readable by this user) whose environment holds key=value."""
+    want = f"{key}={value}".encode()
+    found = []
+    for p in _pids():
+        try:
+            env = Path(f"/proc/{p}/environ").read_bytes()[:_READ_CAP]
+        except OSError:
+            continue
+        if want in env.split(b"\0"):
+            found.append(p)
+    return found
+
+
+def command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()[:4096]
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:120] or "?"
+
+
+def still_ours(pid: int | None, start: int | None, label: tuple[str, str]) -> str | None:
+    """None when the process group `pid` is still the one the record names; otherwise why it is not signalled.
+
+    The leader alive: its start time must match (or, for a record without one, it must carry the label). The leader
+    gone: processes left in its group are the server's own (a new group with that id needs a live leader with that
+    PID), so they are still ours."""
+    if not valid_pid(pid):
+        return f"{pid!r} is not a process id"
+    assert pid is not None
+    now = start_ticks(pid)
+    if now is None:
+        return None if group_members(pid) else "already gone"
+    if start is not None:
+        if now == start:
+            return None
+        return f"PID {pid} now belongs to another process ({command(pid)}), started after the server"
+    if pid in labelled(*label):
+        return None
+    return f"PID {pid} ({command(pid)}) does not carry {label[0]}={label[1]}: not the server ktwizard started"
