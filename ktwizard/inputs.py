@@ -159,14 +159,17 @@ def parse_url(text: str, flag: str = "--url") -> str:
     """An http(s) URL of a server: scheme, host and optional port, nothing that would surprise httpx."""
     from urllib.parse import urlsplit
 
+    from ktwizard.textsafe import shown
+    from ktwizard.urlauth import strip_credentials
+
     parts = urlsplit(text.strip())
     try:
         port = parts.port
     except ValueError:
         port = -1
     if parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or len(text) > 2048:
-        raise BadInput(f"{flag} {text!r}: give the server's base URL, such as http://127.0.0.1:30000")
-    return text.strip().rstrip("/")
+        raise BadInput(f"{flag} {shown(text[:200])!r}: give the server's base URL, such as http://127.0.0.1:30000")
+    return strip_credentials(text.strip()).rstrip("/")
 
 
 def parse_gpus(text: str | None) -> tuple[int, ...] | None:

@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ktwizard.textsafe import shown
+
 
 @dataclass(frozen=True)
 class StreamResult:
@@ -40,17 +42,19 @@ async def stream_chat(
     start = time.monotonic()
     times: list[float] = []
     usage: dict = {}
+    from ktwizard.httpcap import error_text, lines
+
     async with http.stream("POST", f"{url}/v1/chat/completions", json=body) as resp:
         if resp.status_code != 200:
-            text = (await resp.aread()).decode("utf-8", "replace")[:200]
-            raise RuntimeError(f"the server answered {resp.status_code}: {text}")
-        async for line in resp.aiter_lines():
+            said = (await error_text(resp))[:200]
+            raise RuntimeError(f"the server answered {resp.status_code}: {said}")
+        async for line in lines(resp):
             if not line.startswith("data: ") or line == "data: [DONE]":
                 continue
             try:
                 chunk = json.loads(line[6:])
-            except json.JSONDecodeError:
-                raise RuntimeError(f"the server streamed a chunk that is not JSON: {line[6:86]!r}") from None
+            except (json.JSONDecodeError, RecursionError, ValueError):
+                raise RuntimeError(f"the server streamed a chunk that is not JSON: {shown(line[6:86])!r}") from None
             if not isinstance(chunk, dict):
                 raise RuntimeError("the server streamed a chunk that is not a JSON object")
             if chunk.get("usage"):
@@ -61,7 +65,7 @@ async def stream_chat(
                 if text:
                     times.append(time.monotonic())
                     if on_text is not None:
-                        on_text(str(text))
+                        on_text(shown(str(text)))
     if not times:
         raise RuntimeError("the stream carried no tokens")
     return StreamResult(
@@ -69,18 +73,19 @@ async def stream_chat(
     )
 
 
-def served_model(url: str, headers: dict[str, str] | None = None) -> str:
+def served_model(url: str, headers: dict[str, str] | None = None, deadline_s: float = 10.0) -> str:
     """The model id the server names first (/v1/models); a server that does not answer is one clear error."""
     import httpx
 
     from ktwizard.errors import KtwizardError
+    from ktwizard.httpcap import get_json
 
     try:
-        resp = httpx.get(f"{url}/v1/models", headers=headers or {}, timeout=10)
-        if resp.status_code in (401, 403):
-            raise KtwizardError(f"{url} wants an API key: give --api-key-file FILE (or set KTWIZARD_API_KEY)")
-        return str(resp.json()["data"][0]["id"])
+        model = get_json(f"{url}/v1/models", headers, deadline_s=deadline_s)["data"][0]["id"]
     except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as exc:
         raise KtwizardError(
-            f"{url}/v1/models did not answer with a model ({exc.__class__.__name__}); is the server up?"
+            f"{shown(url)}/v1/models did not answer with a model ({exc.__class__.__name__}); is the server up?"
         ) from None
+    if not isinstance(model, str) or not 0 < len(model) <= 512:
+        raise KtwizardError(f"{shown(url)}/v1/models named no usable model id")
+    return shown(model, newlines=False)

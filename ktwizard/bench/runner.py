@@ -32,7 +32,8 @@ class Calibration:
     per_word: float
 
     def words_for(self, tokens: int) -> int:
-        return max(1, round((tokens - self.overhead) / self.per_word))
+        # never more than a few words per token whatever the server reported: a prompt cannot grow without bound
+        return max(1, min(4 * tokens + 64, round((tokens - self.overhead) / self.per_word)))
 
 
 async def calibrate(http, url: str, model: str) -> Calibration:
@@ -41,7 +42,16 @@ async def calibrate(http, url: str, model: str) -> Calibration:
     if a.prompt_tokens is None or b.prompt_tokens is None:
         return Calibration(overhead=0.0, per_word=1.0)
     per_word = (b.prompt_tokens - a.prompt_tokens) / (512 - 64)
-    return Calibration(overhead=a.prompt_tokens - per_word * 64, per_word=per_word or 1.0)
+    overhead = a.prompt_tokens - per_word * 64
+    # one word is 1-2 tokens in every supported tokenizer and a chat template adds a few hundred at most
+    if not (0.25 <= per_word <= 4 and -64 <= overhead <= 4096):
+        from ktwizard.errors import KtwizardError
+
+        raise KtwizardError(
+            f"the server's token counts are implausible ({a.prompt_tokens} tokens for 64 words, {b.prompt_tokens} for "
+            "512): prompts cannot be sized; is it an OpenAI-compatible server that reports usage?"
+        )
+    return Calibration(overhead=max(0.0, overhead), per_word=per_word)
 
 
 def steady_rate(results: list[StreamResult], warmup: int) -> float:
@@ -68,6 +78,8 @@ async def run(
     after cancelling this task) still leaves what was measured."""
     import httpx
 
+    from ktwizard.urlauth import headers_for
+
     report = BenchReport(url=url, model=model, published=sweep.published)
     keep = keep if keep is not None else []
 
@@ -81,7 +93,7 @@ async def run(
         # every read has a timeout, and the whole sweep a deadline: a server that never answers cannot hold it
         async with (
             asyncio.timeout(sweep.max_seconds),
-            httpx.AsyncClient(timeout=_http_timeout(), headers=headers or {}) as http,
+            httpx.AsyncClient(timeout=_http_timeout(), headers=headers_for(url, headers)) as http,
         ):
             cal = await calibrate(http, url, model)
             report = replace(

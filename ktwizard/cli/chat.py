@@ -27,23 +27,27 @@ def _target(ref: str) -> tuple[str, str | None]:
 
 def cmd_chat(args: argparse.Namespace) -> int:
     import asyncio
+    import time
 
     import httpx
 
     from ktwizard.apikey import auth_headers
     from ktwizard.bench.client import served_model, stream_chat
+    from ktwizard.urlauth import headers_for
 
+    end = time.monotonic() + args.max_seconds  # --max-seconds covers the whole command, the model list too
     url, kept_key = _target(args.target)
-    headers = auth_headers(args.api_key_file or kept_key)
-    model = args.model or served_model(url, headers)
-    timeout = httpx.Timeout(connect=10.0, read=args.max_seconds, write=30.0, pool=10.0)
+    headers = headers_for(url, auth_headers(args.api_key_file or kept_key))
+    model = args.model or served_model(url, headers, deadline_s=min(10.0, args.max_seconds))
+    left = max(0.1, end - time.monotonic())
+    timeout = httpx.Timeout(connect=min(10.0, left), read=left, write=min(30.0, left), pool=min(10.0, left))
 
     def show(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
     async def once() -> None:
-        async with asyncio.timeout(args.max_seconds), httpx.AsyncClient(timeout=timeout, headers=headers) as http:
+        async with asyncio.timeout(left), httpx.AsyncClient(timeout=timeout, headers=headers) as http:
             r = await stream_chat(
                 http, url, model, args.prompt, args.max_tokens, on_text=show, ignore_eos=False, temperature=0.6
             )

@@ -106,26 +106,35 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
     rec = records.load(args.name)
     if rec is not None and rec.kind == "native" and rec.log_path:
-        with open(rec.log_path, "rb") as fh:
-            sys.stdout.write(fh.read().decode("utf-8", "replace"))
+        from ktwizard.deploy import logread
+
+        with logread.open_log(rec.log_path) as fh:
+            if args.tail is not None:
+                sys.stdout.write(logread.tail(fh, args.tail))
+            try:
+                for text in logread.blocks(fh, follow=args.follow) if args.follow or args.tail is None else ():
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+            except KeyboardInterrupt:
+                return 0
         return 0
     from ktwizard.deploy.engine import connect, find_managed
+    from ktwizard.textsafe import printable
 
     container = find_managed(connect(), args.name)
-    if args.follow:
-        try:
-            for chunk in container.logs(stream=True, follow=True, tail=args.tail or "all"):
-                sys.stdout.write(chunk.decode("utf-8", "replace"))
-                sys.stdout.flush()
-        except KeyboardInterrupt:
-            return 0
-    else:
-        sys.stdout.write(container.logs(tail=args.tail or "all").decode("utf-8", "replace"))
+    try:  # streamed either way: a container's whole log is never held at once
+        for chunk in container.logs(
+            stream=True, follow=args.follow, tail=args.tail if args.tail is not None else "all"
+        ):
+            sys.stdout.write(printable(chunk.decode("utf-8", "replace")))
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        return 0
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import add_plan_inputs, tokens
+    from ktwizard.cli.options import add_plan_inputs, count, tokens
 
     la = sub.add_parser(
         "launch", help="start the planned SGLang-KT server in Docker (or natively) and follow it to ready"
@@ -162,11 +171,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     st = sub.add_parser("stop", help="stop and remove a ktwizard-started server")
     st.add_argument("name")
-    st.add_argument("--timeout", type=int, default=30, help="seconds to wait for a clean shutdown before killing")
+    st.add_argument(
+        "--timeout",
+        type=count("--timeout", 0, 86400),
+        default=30,
+        help="seconds to wait for a clean shutdown before killing",
+    )
     st.set_defaults(func=cmd_stop)
 
     lg = sub.add_parser("logs", help="print a ktwizard-started server's log")
     lg.add_argument("name")
     lg.add_argument("--follow", "-f", action="store_true", help="keep printing new lines")
-    lg.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
+    lg.add_argument("--tail", type=count("--tail", 0, 10_000_000), metavar="N", help="only the last N lines")
     lg.set_defaults(func=cmd_logs)

@@ -58,7 +58,9 @@ def guard(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
     try:
         return func(args)
     except KtwizardError as exc:
-        print(f"ktwizard: error: {exc.message}", file=sys.stderr)
+        from ktwizard.textsafe import shown
+
+        print(f"ktwizard: error: {shown(exc.message, newlines=False)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("ktwizard: interrupted", file=sys.stderr)

@@ -21,9 +21,12 @@ def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
             container = container if rec.kind == "docker" else None  # a native server has no container to watch
         else:
             from ktwizard.deploy.engine import connect, find_managed
+            from ktwizard.deploy.labels import label_port
 
-            port = find_managed(connect(), container).labels.get("io.ktwizard.port")
-            url = f"http://127.0.0.1:{port}" if port else None
+            port = label_port(find_managed(connect(), container).labels)
+            if port is None:
+                raise BadInput(f"{container}: its io.ktwizard.port label is missing or not a port; give --url")
+            url = f"http://127.0.0.1:{port}"
     if not url and not container:
         found = sorted(records.state_dir().glob("*.json")) if records.state_dir().exists() else []
         if len(found) == 1:

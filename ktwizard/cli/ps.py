@@ -46,7 +46,9 @@ def cmd_restart(args: argparse.Namespace) -> int:
     if rec is not None and rec.kind == "native":
         raise BadInput(f"{args.name} runs natively: stop it and launch it again (ktwizard stop {args.name})")
     container = find_managed(connect(), args.name)
-    url = rec.url if rec else f"http://127.0.0.1:{container.labels.get('io.ktwizard.port', '30000')}"
+    from ktwizard.deploy.labels import label_port
+
+    url = rec.url if rec else f"http://127.0.0.1:{label_port(container.labels) or 30000}"
     print(f"restarting {args.name} ...", file=sys.stderr, flush=True)
     started = time.monotonic()
     container.restart(timeout=30)

@@ -33,15 +33,20 @@ def _uptime(started: str | None) -> float | None:
 
 
 def containers(client: Any) -> list[Running]:
+    from ktwizard.deploy.labels import label_port, label_text
     from ktwizard.deploy.records import load
+    from ktwizard.errors import BadInput
     from ktwizard.render.clients import server_url
 
     out = []
     for c in client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}):
         state = c.attrs.get("State") or {}
         running = bool(state.get("Running"))
-        rec = load(c.name) if c.labels.get("io.ktwizard.port") else None
-        port = c.labels.get("io.ktwizard.port")
+        port = label_port(c.labels)
+        try:
+            rec = load(c.name) if port else None
+        except BadInput:  # a corrupt record: the container is still listed, from its labels
+            rec = None
         memory = None
         if running:
             try:
@@ -55,11 +60,11 @@ def containers(client: Any) -> list[Running]:
                 name=c.name,
                 kind="docker",
                 state="running" if running else f"{state.get('Status', 'exited')} ({state.get('ExitCode')})",
-                model=c.labels.get("io.ktwizard.model", c.labels.get("io.ktwizard.role", "")),
-                url=rec.url if rec else (server_url("127.0.0.1", int(port)) if port else ""),
+                model=label_text(c.labels, "io.ktwizard.model") or label_text(c.labels, "io.ktwizard.role"),
+                url=rec.url if rec else (server_url("127.0.0.1", port) if port else ""),
                 uptime_s=_uptime(state.get("StartedAt")) if running else None,
                 memory=memory,
-                fleet=c.labels.get("io.ktwizard.fleet", ""),
+                fleet=label_text(c.labels, "io.ktwizard.fleet"),
             )
         )
     return out
@@ -115,6 +120,7 @@ def uptime_text(s: float | None) -> str:
 
 
 def table(rows: list[Running]) -> str:
+    from ktwizard.textsafe import printable
     from ktwizard.units import human
 
     if not rows:
@@ -124,7 +130,8 @@ def table(rows: list[Running]) -> str:
     for r in rows:
         port = r.url.rsplit(":", 1)[-1] if r.url else "-"
         lines.append(
-            f"{r.name[:22]:<22} {r.state[:12]:<12} {r.model[:18]:<18} {port[:6]:<6} "
+            f"{printable(r.name, False)[:22]:<22} {printable(r.state, False)[:12]:<12} "
+            f"{printable(r.model, False)[:18]:<18} {port[:6]:<6} "
             f"{uptime_text(r.uptime_s):>7} {human(r.memory) if r.memory is not None else '-':>10}"
         )
     return "\n".join(lines) + "\n"

@@ -19,12 +19,18 @@ class Getter:
     """GETs against one base URL; the connection is reopened once when the server closed it."""
 
     def __init__(self, base: str, timeout: float = 2.0) -> None:
+        self.base = base
         parts = urlsplit(base)
         self.https = parts.scheme == "https"
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or (443 if self.https else 80)
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
         self.conn: http.client.HTTPConnection | None = None
+
+    def auth(self, headers: dict[str, str] | None) -> dict[str, str]:
+        from ktwizard.urlauth import headers_for
+
+        return headers_for(self.base, headers)
 
     def _connect(self) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
@@ -36,7 +42,7 @@ class Getter:
             if self.conn is None:
                 self.conn = self._connect()
             try:
-                self.conn.request("GET", self.prefix + path, headers=headers or {})
+                self.conn.request("GET", self.prefix + path, headers=self.auth(headers))
                 resp = self.conn.getresponse()
                 body = resp.read(cap + 1)
                 if len(body) > cap:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ktwizard.monitor.logparse import BatchLine, parse_batch_line
+from ktwizard.textsafe import printable
 
 KEEP = 500  # lines kept for the log pane (the pane keeps as many)
 MAX_LINE = 8192  # a longer line is cut: a hostile or broken server cannot grow memory without bound
@@ -32,7 +33,7 @@ class LogFollower:
         return self
 
     def feed(self, line: str) -> None:
-        line = line[:MAX_LINE]
+        line = printable(line[:MAX_LINE], newlines=False)  # a server's log can carry terminal escapes
         self.lines.append(line)
         batch = parse_batch_line(line)
         if batch is not None:

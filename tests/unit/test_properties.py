@@ -145,9 +145,9 @@ def test_sse_chunks(payloads):
     class Resp:
         status_code = 200
 
-        async def aiter_lines(self):
+        async def aiter_bytes(self):
             for p in payloads:
-                yield f"data: {p}"
+                yield f"data: {p}\n".encode()
 
         async def aread(self):
             return b""

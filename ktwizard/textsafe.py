@@ -1,0 +1,32 @@
+"""Text from other parties, made safe to show: no terminal escape sequences, no credentials from URLs.
+
+A server, a log, a recording or a model name can carry ANSI/OSC sequences (retitle the terminal, hide text, write
+the clipboard); a URL typed as http://user:password@host carries a password. Everything ktwizard prints or logs
+that did not come from ktwizard itself goes through `shown`.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI, OSC (ended by BEL or ST), other two-byte ESC sequences, then every other C0/C1 control but \n and \t
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]*@")
+
+
+def printable(text: str, newlines: bool = True) -> str:
+    """`text` without terminal control sequences (newlines kept unless asked)."""
+    out = _ESCAPES.sub("", text)
+    return out if newlines else out.replace("\n", " ").replace("\t", " ")
+
+
+def redact(text: str) -> str:
+    """Every URL's user:password@ replaced by ***@."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def shown(text: str, newlines: bool = True) -> str:
+    return printable(redact(text), newlines)
