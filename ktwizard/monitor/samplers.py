@@ -336,6 +336,9 @@ class ServerSampler:
         except (ValueError, KeyError, TypeError) as exc:
             self._reset()
             return ServerSample(up=False, error=f"{self.url}/metrics is not Prometheus text ({exc})"[:300])
+        if not (cur.gauges or cur.counters or cur.buckets):  # parses, but names no SGLang family: not SGLang
+            self._reset()
+            return ServerSample(up=False, error=f"{self.url}/metrics has no SGLang metrics (is this an SGLang server?)")
         out = server_sample(self.prev, cur, since=self.prev_hist)  # cur has no buckets between histogram scrapes
         self.prev = cur
         if with_hist:
