@@ -115,7 +115,10 @@ def child(setting: str, path: str, cap: float | None) -> dict:
 
 def which_var_is_honoured() -> dict:
     """Which name this machine's torch takes expandable_segments from (the pinned 2.9.1 takes only the CUDA one)."""
-    code = "import torch; torch.zeros(1, device='cuda'); print(torch.cuda.memory._snapshot()['allocator_settings'])"
+    code = (
+        "import torch; torch.zeros(1, device='cuda'); "
+        "print(torch.cuda.memory._snapshot()['allocator_settings'].get('expandable_segments'))"
+    )
     out = {}
     for var in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTORCH_")}

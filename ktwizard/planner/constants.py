@@ -32,10 +32,11 @@ NCCL_PER_TP = GiB // 8  # tp x pp / 8 x 1024 MiB: kept as the estimate of NCCL a
 # flashinfer's wrappers each take an 8 MiB int workspace: prefill + decode + one per captured batch size (EST)
 FLASHINFER_INT_WORKSPACE = 8 * MiB
 
-# --- torch's caching allocator (sglang-kt 0.7.2 pins torch 2.9.1; runtime-memory-audit-2 §4 and our own replay,
-# benchmarks/allocator_replay.py): reserved above the live peak at Kimi INT4 + MLA shapes ---
-ALLOC_OVERHEAD_EXPANDABLE = 256 * MiB  # expandable segments on: +0.12 to +0.19 GiB measured
-ALLOC_OVERHEAD_DEFAULT = int(3.6 * GiB)  # default allocator: +3.1 to +4.9 GiB measured (never rendered)
+# --- torch's caching allocator (sglang-kt 0.7.2 pins torch 2.9.1): the smallest cap above the live peak that one
+# Kimi INT4 + MLA layer's allocation order survives, replayed 60 layers x 2 on an H200 (benchmarks/allocator_replay.py,
+# benchmarks/results/allocator-replay-h200.md; runtime-memory-audit-2 §4 found the same order of magnitude) ---
+ALLOC_OVERHEAD_EXPANDABLE = 256 * MiB  # expandable segments: survived at +0.19 GiB (chunked), +0.12 (one shot)
+ALLOC_OVERHEAD_DEFAULT = 6 * GiB  # default allocator: +5.0 GiB (chunked), +6.0 (one shot); never rendered
 
 # --- estimates (conservative; every plan says they are estimates) ---
 # Layer-wise placement (planner/layers.py, KTransformers' rules): prefill activations per token of a chunk, ~12 live
