@@ -66,11 +66,11 @@ def compose_fleet(
 def compose_fleet_text(
     fleet: FleetPlan, router_image: str = DEFAULT_ROUTER_IMAGE, image: str | None = None, monitoring: bool = False
 ) -> str:
-    from ktwizard.render.quote import comment
+    from ktwizard.render.quote import comment, compose_literal
     from ktwizard.serial import dump_yaml
 
     head = "# " + comment(
         f"ktwizard fleet {fleet.name}: {len(fleet.replicas)} replica(s) of {fleet.model.id} behind sglang-router "
         f"({fleet.policy}); clients use http://{fleet.bind}:{fleet.router_port}/v1"
     )
-    return head + "\n" + dump_yaml(compose_fleet(fleet, router_image, image, monitoring))
+    return head + "\n" + dump_yaml(compose_literal(compose_fleet(fleet, router_image, image, monitoring)))

@@ -66,8 +66,12 @@ def _probe(path: str, port: int, failures: int) -> dict:
 
 
 def _memory_request(plan: Plan) -> str:
-    """The host RAM the replica's budget holds, so the scheduler only places it where it fits."""
-    used = sum(b.used for b in plan.host_budgets)
+    """The host RAM the replica's budget holds, so the scheduler only places it where it fits: the whole-host budget
+    (node -1), which already sums the NUMA nodes' items; the nodes only when there is no whole-host budget."""
+    whole = [b for b in plan.host_budgets if b.node == -1]
+    budgets = whole or list(plan.host_budgets)
+    # the OS's own reserve is the node's, not the pod's
+    used = sum(b.used - b.item("OS reserve") - b.item("OS share") for b in budgets)
     return f"{max(1, math.ceil(used / 2**30))}Gi"
 
 

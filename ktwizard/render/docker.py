@@ -120,6 +120,7 @@ def compose_service(c: ContainerSpec) -> dict:
 
 
 def compose_text(plan: Plan) -> str:
+    from ktwizard.render.quote import compose_literal
     from ktwizard.serial import dump_yaml
 
-    return dump_yaml({"services": {"sglang": compose_service(container_spec(plan))}})
+    return dump_yaml(compose_literal({"services": {"sglang": compose_service(container_spec(plan))}}))

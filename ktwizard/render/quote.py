@@ -40,3 +40,15 @@ def json_text(data: Any) -> str:
 
 def python_literal(text: str) -> str:
     return repr(text)
+
+
+def compose_literal(data: Any) -> Any:
+    """A Compose document with every `$` written `$$`: Compose interpolates `$VAR` and `${VAR}` in every string of
+    the file (configs' inline content included), and nothing ktwizard renders is meant to be interpolated."""
+    if isinstance(data, str):
+        return data.replace("$", "$$")
+    if isinstance(data, dict):
+        return {compose_literal(k): compose_literal(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [compose_literal(v) for v in data]
+    return data

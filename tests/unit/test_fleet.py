@@ -292,3 +292,58 @@ def test_cli_renders_every_format():
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]
     for d in docs:
         _validate(d)
+
+
+def test_worker_memory_requests_fit_the_host_they_are_pinned_to(k8s_docs):
+    """The request is the replica's host RAM as its plan itemises it once (the whole-host budget holds the NUMA nodes'
+    items already), without the OS's own reserve: Kimi on the 768 GiB recipe host asks for less than 768 GiB."""
+    import math
+
+    fleet_plan_, docs = k8s_docs
+    workers = [d for d in docs if d["kind"] == "Deployment" and "router" not in d["metadata"]["name"]]
+    assert len(workers) == 2
+    for d in workers:
+        (c,) = d["spec"]["template"]["spec"]["containers"]
+        asked = int(c["resources"]["requests"]["memory"].removesuffix("Gi")) * 2**30
+        replica = next(r for r in fleet_plan_.replicas if d["metadata"]["name"].endswith(r.machine.ref))
+        (whole,) = [b for b in replica.plan.host_budgets if b.node == -1]
+        expect = sum(i.bytes for i in whole.items if i.name != "OS reserve")
+        assert asked == max(1, math.ceil(expect / 2**30)) * 2**30
+        total = load_host(replica.machine.ref).memory.total
+        assert asked <= whole.capacity <= total, (d["metadata"]["name"], asked / 2**30, total / 2**30)
+
+
+def test_compose_renderings_keep_every_dollar_literal():
+    """Compose interpolates `$VAR` and `${VAR}` in every string of the file, configs' inline content included
+    (compose-spec, interpolation): the Grafana dashboard's `$instance` and `${datasource}` must be written `$$`. Read
+    back with Compose's rule ($$ is one literal $), the dashboard Grafana receives is the one ktwizard made."""
+    import re
+
+    from ktwizard.fleet.compose import compose_fleet_text
+    from ktwizard.monitor.grafana import dashboard_text
+
+    f = fleet("qwen3-30b-a3b", [XEON], 2, context=32768)
+    text = compose_fleet_text(f, monitoring=True)
+    doc = yaml.safe_load(text.split("\n", 1)[1])
+
+    def strings(x):
+        if isinstance(x, str):
+            yield x
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                yield from strings(k)
+                yield from strings(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from strings(v)
+
+    lone = re.compile(r"(?<!\$)\$(?!\$)")
+    for s in strings(doc):
+        assert not lone.search(s.replace("$$", "")), s[:120]  # nothing left for Compose to interpolate
+    delivered = doc["configs"]["ktwizard-dashboard"]["content"].replace("$$", "$")
+    assert delivered == dashboard_text() and "$" in delivered
+    plan_compose = yaml.safe_load(
+        run_cli("plan", "--preset", "qwen3-30b-a3b", "--host", XEON, "--format", "compose").stdout
+    )
+    for s in strings(plan_compose):
+        assert not lone.search(s.replace("$$", ""))
