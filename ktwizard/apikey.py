@@ -20,32 +20,36 @@ MAX_KEY = 4096
 # python -c LAUNCHER KEYFILE ARGS...: the key joins sys.argv in this process only, then the real entry point runs.
 LAUNCHER = (
     "import runpy, sys; key = open(sys.argv[1]).read().strip(); "
-    "sys.argv = ['sglang.launch_server', *sys.argv[2:], '--api-key', key]; "
+    "sys.argv = ['sglang.launch_server', *sys.argv[2:], '--api-key=' + key]; "
     "runpy.run_module('sglang.launch_server', run_name='__main__', alter_sys=True)"
 )
 
 
 def check_key_file(path: str, flag: str = "--api-key-file") -> str:
     """The file exists, holds one line of a usable key, and is not readable by others (a warning otherwise)."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise BadInput(f"{flag} {path!r}: give the path of a file holding the key")
     p = Path(path)
     try:
-        st = p.stat()
-        with open(p, "rb") as fh:
-            raw = fh.read(MAX_KEY + 1)
+        st = p.stat()  # before opening: opening a FIFO would block
     except OSError as exc:
         raise BadInput(f"{flag} {path}: cannot read it ({exc.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
         raise BadInput(f"{flag} {path}: not a regular file")
+    if st.st_mode & (stat.S_IRGRP | stat.S_IROTH | stat.S_IWGRP | stat.S_IWOTH):
+        raise BadInput(f"{flag} {path}: other users can read or change it; chmod 600 {path}")
     try:
-        key = raw.decode("ascii").strip()
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_KEY + 3)
+    except OSError as exc:
+        raise BadInput(f"{flag} {path}: cannot read it ({exc.strerror})") from None
+    body = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith(b"\n") else raw  # one line ending is fine
+    try:
+        key = body.decode("ascii")
     except UnicodeDecodeError:
         raise BadInput(f"{flag} {path}: the key must be printable ASCII") from None
-    if len(raw) > MAX_KEY or not key or "\n" in key or any(not c.isprintable() or c.isspace() for c in key):
+    if len(body) > MAX_KEY or not key or any(not c.isprintable() or c.isspace() for c in key):
         raise BadInput(f"{flag} {path}: put one key (printable, no spaces, at most {MAX_KEY} bytes) on one line")
-    if st.st_mode & (stat.S_IRGRP | stat.S_IROTH):
-        import sys
-
-        print(f"warning: {path} is readable by other users: chmod 600 {path}", file=sys.stderr)
     return os.path.abspath(path)
 
 

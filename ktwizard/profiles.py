@@ -47,4 +47,9 @@ def load_profile(ref: str) -> Profile:
     profile = from_data(Profile, read_structured(path), str(path))
     if not (profile.preset or profile.model_dir):
         raise BadInput(f"{path}: the profile names no model (preset or model_dir)")
+    from ktwizard.apikey import check_key_file
+
+    # a profile is a file anyone could hand over: its key files get the same checks as the flag
+    for key in {profile.goals.api_key_file, profile.plan.goals.api_key_file if profile.plan else None} - {None}:
+        check_key_file(str(key), f"{path}: api_key_file")
     return profile

@@ -15,7 +15,12 @@ def _load_plan(args: argparse.Namespace):
         from ktwizard.planner.types import Plan
         from ktwizard.serial import read_structured
 
-        return Plan.load(read_structured(Path(args.plan)), args.plan)
+        plan = Plan.load(read_structured(Path(args.plan)), args.plan)
+        if plan.goals.api_key_file:  # a plan file names a file to mount: checked like --api-key-file
+            from ktwizard.apikey import check_key_file
+
+            check_key_file(plan.goals.api_key_file, f"{args.plan}: api_key_file")
+        return plan
     from ktwizard.cli.options import make_plan
 
     return make_plan(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs, requests none

@@ -11,8 +11,12 @@ from ktwizard.errors import BadInput, KtwizardError
 def check_port(bind: str, port: int) -> None:
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
+        # as the servers bind (uvicorn, aiohttp, sglang-router set SO_REUSEADDR): a port whose last connection
+        # lingers in TIME_WAIT is free for them, and so for this check; a listener still makes it fail
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((bind, port))
+            s.listen(1)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise KtwizardError(

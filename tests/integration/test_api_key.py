@@ -115,3 +115,46 @@ def test_the_peak_check_carries_the_key(checkpoint, tmp_path, state_home, key_fi
         assert KEY not in out.stdout + out.stderr
     finally:
         run_cli("stop", name)
+
+
+def test_a_key_that_starts_with_a_dash(checkpoint, state_home, tmp_path):
+    """About 1 in 64 secrets.token_urlsafe() keys start with '-': the launcher passes --api-key=KEY, so the server's
+    argparse never takes it for an option."""
+    dashed = "-Zx9_ktwDashKey_" + "a" * 20
+    path = tmp_path / "dash-key"
+    path.write_text(dashed + "\n")
+    path.chmod(0o600)
+    name, port = f"ktw-keyd-{os.getpid()}", free_port()
+    env = {"PYTHONPATH": str(REPO / "tests" / "standin"), "XDG_STATE_HOME": str(state_home)}
+    out = run_cli(
+        "launch", *BASE, "--native", "--weights", str(checkpoint), "--name", name, "--port", str(port), "--detach",
+        "--api-key-file", str(path), "--no-peak-check", "--env", "STANDIN_STEP_S=0.05", env=env, timeout=120,
+    )  # fmt: skip
+    try:
+        assert out.returncode == 0, out.stderr[-2000:]
+        url = f"http://127.0.0.1:{port}/v1/models"
+        assert httpx.get(url, timeout=5).status_code == 401
+        assert httpx.get(url, headers={"Authorization": f"Bearer {dashed}"}, timeout=5).status_code == 200
+    finally:
+        run_cli("stop", name, env=env)
+
+
+def test_a_profile_cannot_mount_an_unchecked_key_file(tmp_path, checkpoint):
+    """A profile names its api_key_file; it goes through --api-key-file's checks (owner-only, one line, regular)."""
+    shared = tmp_path / "shared-key"
+    shared.write_text("k\n")
+    shared.chmod(0o644)
+    for bad, why in ((str(shared), "other users"), ("/etc/passwd", "other users"), (str(tmp_path), "regular file")):
+        out = run_cli("plan", *BASE, "--weights", str(checkpoint), "--format", "json")
+        prof = {
+            "name": "p",
+            "host": json.loads(run_cli("probe", "--json").stdout),
+            "preset": "kimi-k2.7-code",
+            "model_dir": None,
+            "goals": {**json.loads(out.stdout)["goals"], "api_key_file": bad},
+        }
+        pf = tmp_path / "p.json"
+        pf.write_text(json.dumps(prof))
+        r = run_cli("plan", "--profile", str(pf), "--format", "docker")
+        assert r.returncode == 2 and why in r.stderr, (bad, r.stderr[-500:])
+        assert "/run/secrets" not in r.stdout

@@ -267,3 +267,28 @@ def test_bad_cpulists_in_a_recorded_root_are_skipped_not_fatal(tmp_path):
         (root / rel).write_text(text)
     out = run_cli("probe", "--root", str(root), "--json", "--no-engine", timeout=30)
     assert "Traceback" not in out.stderr and out.returncode in (0, 2)
+
+
+def test_a_port_in_time_wait_is_free_and_a_listener_is_not():
+    """A deployment stopped a minute ago leaves its port in TIME_WAIT; servers bind with SO_REUSEADDR, so the
+    check does too. A port something listens on is still in use."""
+    import socket
+
+    import pytest
+
+    from ktwizard.errors import KtwizardError
+    from ktwizard.host.ports import check_port
+
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = server.accept()
+    with pytest.raises(KtwizardError, match="in use"):
+        check_port("127.0.0.1", port)
+    conn.close()  # the server side closes first: its end of the connection waits in TIME_WAIT
+    client.close()
+    server.close()
+    check_port("127.0.0.1", port)  # free for a server that binds as servers do
