@@ -55,7 +55,9 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
 def apply_config(args: Any, config: dict[str, Any]) -> None:
     """Fill the options this command has and the user did not give (argparse leaves them None)."""
     for key, value in config.items():
-        if hasattr(args, key) and getattr(args, key) is None:
+        if not hasattr(args, key):
+            continue
+        if getattr(args, key) is None:
             setattr(args, key, value)
-        elif key == "host" and hasattr(args, "host") and args.host == []:
-            args.host = [value]
+        elif getattr(args, key) == []:  # a repeatable option: the default is one item, not letters
+            setattr(args, key, [value])

@@ -72,6 +72,7 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         "--host",
         metavar="FILE|NAME",
         action="append" if many_hosts else "store",
+        default=[] if many_hosts else None,  # a list: a config default fills it as a one-item list
         help="a saved profile, a bundled host name or a hand-written spec (default: this machine)"
         + ("; once per machine of the fleet (the same one twice: two machines of that class)" if many_hosts else ""),
     )

@@ -25,7 +25,8 @@ FLEET_SCHEMA = 1
 # machine-wide replica already assumes its pools read every node's memory at full speed, so a tie keeps one copy
 # of the CPU experts instead of one per node.
 SPLIT_GAIN = 1.10
-FLEET_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}")
+# Compose's project-name rule ([a-z0-9][a-z0-9_-]*) in both cases: a fleet's name is its compose project too
+FLEET_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,40}")
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,10 @@ class FleetPlan:
 
 def check_fleet_name(name: str) -> str:
     if not FLEET_NAME.fullmatch(name):
-        raise BadInput(f"--name {name!r}: use 1-41 letters, digits, '_', '.' or '-', starting with a letter or digit")
+        raise BadInput(
+            f"--name {name!r}: use 1-41 lower-case letters, digits, '_' or '-', starting with a letter or digit "
+            "(Compose's project-name rule)"
+        )
     return name
 
 
@@ -272,7 +276,9 @@ def fleet_plan(
             port = base + 1 + len(replicas)
             replicas.append(Replica(f"r{len(replicas)}", machine, node, port, _at_port(p, port, goals.bind)))
     model = replicas[0].plan.model
-    fleet_name = check_fleet_name(name or "ktwizard-fleet-" + re.sub(r"[^a-zA-Z0-9_.-]+", "-", model.id)[:24])
+    fleet_name = check_fleet_name(
+        name or "ktwizard-fleet-" + re.sub(r"[^a-z0-9_-]+", "-", model.id.lower())[:24].strip("-")
+    )
     multinode = tuple(
         m for ref in classes if (m := gpu_only(dict(hosts)[ref], ref, seen[ref], spec, goals, plan_for)) is not None
     )

@@ -347,3 +347,26 @@ def test_compose_renderings_keep_every_dollar_literal():
     )
     for s in strings(plan_compose):
         assert not lone.search(s.replace("$$", ""))
+
+
+def test_default_fleet_names_follow_composes_project_name_rule(tmp_path):
+    """Compose project names are [a-z0-9][a-z0-9_-]*: the default for a model id with a dot or capitals obeys it."""
+    import re
+
+    f = fleet("kimi-k2.7-code", [RTX], 1, context=65536)
+    assert re.fullmatch(r"[a-z0-9][a-z0-9_-]*", f.name), f.name
+    assert run_cli("fleet", "plan", "--preset", "qwen3-30b-a3b", "--host", RTX, "--name", "My.Fleet").returncode == 2
+
+
+def test_a_config_host_fills_the_repeatable_host_as_one_item(tmp_path):
+    """config.yaml `host: NAME` is one machine for every fleet command, not one per letter."""
+    cfg = tmp_path / "cfg" / "ktwizard"
+    cfg.mkdir(parents=True)
+    (cfg / "config.yaml").write_text(f"host: {RTX}\n")
+    out = run_cli(
+        "fleet", "plan", "--preset", "qwen3-30b-a3b", "--context", "32768", "--format", "json",
+        env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    replicas = json.loads(out.stdout)["replicas"]
+    assert {r["machine"]["ref"] for r in replicas} == {RTX}
