@@ -149,3 +149,27 @@ def test_fleet_stop_with_a_truncated_record_removes_everything_by_label(state_ho
         for c in made:
             with contextlib.suppress(Exception):  # already removed by the test
                 c.remove(force=True)
+
+
+def test_a_foreign_container_with_bad_labels_breaks_nothing(state_home, docker_client, standin_image):
+    """Anyone on the engine can start a container with ktwizard's labels: a port of 'abc' and an escape sequence in
+    the model name are skipped or cleaned, never a crash."""
+    name = f"ktw-foreign-{time.monotonic_ns() % 10**6}"
+    c = docker_client.containers.run(
+        standin_image,
+        ["python3", "-c", "import time; time.sleep(300)"],
+        name=name,
+        labels={"io.ktwizard.managed": "true", "io.ktwizard.port": "abc", "io.ktwizard.model": "\x1b]0;x\x07evil"},
+        detach=True,
+    )
+    try:
+        ps = run_cli("ps")
+        assert ps.returncode == 0 and name in ps.stdout and "\x1b" not in ps.stdout, ps.stderr
+        js = run_cli("ps", "--json")
+        assert js.returncode == 0 and any(r["name"] == name for r in json.loads(js.stdout))
+        mon = run_cli("monitor", "--container", name, "--once")
+        assert mon.returncode == 2 and "not a port" in mon.stderr and "Traceback" not in mon.stderr
+        exp = run_cli("exporter", "--container", name, "--port", "1")
+        assert exp.returncode == 2 and "not a port" in exp.stderr and "Traceback" not in exp.stderr
+    finally:
+        c.remove(force=True)
