@@ -4,10 +4,12 @@ and, where the whole model fits on GPUs across nodes, SGLang's own multi-node la
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import replace
 
+from ktwizard.errors import BadInput
 from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan, MultiNode, Replica
 from ktwizard.fleet.router import ROUTER_MODULE, discovery_args
@@ -24,6 +26,16 @@ DIST_PORT = 20000
 def slug(text: str, limit: int = 40) -> str:
     """A DNS-1123 label piece: lowercase letters, digits and '-'."""
     return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-") or "x"
+
+
+def dns_name(text: str, limit: int = 63) -> str:
+    """A resource name: the slug when it is the text itself, else the slug cut short with a hash of the text, so two
+    texts that slug or truncate alike (a long fleet name, 'A.b' and 'a-b') never name one resource."""
+    plain = slug(text, 10**6)
+    if plain == text and len(plain) <= limit:
+        return plain
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"{slug(text, limit - 9)}-{digest}"
 
 
 def _labels(fleet: FleetPlan, role: str, workload: str | None = None) -> dict[str, str]:
@@ -120,7 +132,7 @@ def _worker_deployment(
     fleet: FleetPlan, rep: Replica, count: int, image: str, weights_claim: str | None, nodes: list[str] | None
 ) -> dict:
     host_class = slug(rep.machine.ref)
-    workload = slug(f"{fleet.name}-{host_class}" + (f"-numa{rep.node}" if rep.node is not None else ""), 63)
+    workload = dns_name(f"{fleet.name}-{rep.machine.ref}" + (f"-numa{rep.node}" if rep.node is not None else ""))
     labels = _labels(fleet, "worker", workload)
     vols, mounts = _volumes(rep.plan, weights_claim)
     port = fleet.router_port  # every pod has its own address: one worker port for the router's discovery
@@ -147,7 +159,7 @@ def _worker_deployment(
 
 
 def _router(fleet: FleetPlan, image: str) -> list[dict]:
-    name = slug(f"{fleet.name}-router", 63)
+    name = dns_name(f"{fleet.name}-router")
     labels = _labels(fleet, "router")
     selector = {f"{GROUP}/fleet": slug(fleet.name, 63), f"{GROUP}/role": "worker"}
     http, metrics = fleet.router_port, fleet.metrics_port
@@ -321,6 +333,9 @@ def k8s_documents(
     for m in fleet.multinode:
         img = image or m.plan.image or DEFAULT_IMAGE
         docs += _lws(fleet, m, machines.get(m.ref, 0), img, weights_claim)
+    names = [(d["kind"], d["metadata"]["name"]) for d in docs]
+    if len(set(names)) != len(names):  # kubectl apply would keep only the last of two
+        raise BadInput(f"fleet {fleet.name}: two Kubernetes resources would share a name; choose another --name")
     return docs
 
 

@@ -370,3 +370,17 @@ def test_a_config_host_fills_the_repeatable_host_as_one_item(tmp_path):
     assert out.returncode == 0, out.stderr
     replicas = json.loads(out.stdout)["replicas"]
     assert {r["machine"]["ref"] for r in replicas} == {RTX}
+
+
+def test_kubernetes_names_stay_unique_within_63_characters():
+    """A long fleet name with two replicas per host: truncation alone would give both Deployments one name
+    (kubectl apply keeps the last); a short hash keeps them apart, every name a DNS-1123 label."""
+    import re
+
+    m, plan_for = make("qwen3-30b-a3b")
+    name = "a-very-long-fleet-name-that-goes-on-and-on-x"[:41]
+    f = fleet_plan([(XEON, load_host(XEON))], m.spec, Goals(context=32768), plan_for, per_machine=2, name=name)
+    docs = k8s_documents(f)
+    names = [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"]
+    assert len(names) == len(set(names)) == 3  # two workers (one per NUMA node) and the router
+    assert all(len(n) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n) for n in names), names
