@@ -7,6 +7,7 @@ known total; an unknown card's size is taken with a margin and marked as an esti
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ktwizard.units import GiB, MiB
@@ -56,6 +57,7 @@ def card_total(name: str, marketing_gib: float) -> tuple[int, bool]:
     return int(marketing_gib * GiB * (1 - UNKNOWN_CARD_MARGIN)), True
 
 
+@functools.lru_cache(maxsize=64)
 def card_reserve(name: str) -> int | None:
     """The driver's reserve of a known card, in bytes; None when no capture states it."""
     key = _key(name)

@@ -81,6 +81,7 @@ class Sizing:
         self.int4 = steps.Int4Layer.of(spec) if int4 else None
         self._fit: Fit | None = None
         self._budgets: dict[tuple[object, ...], GpuBudget] = {}
+        self._after: list[BudgetItem] | None = None
 
     # --- the ledger of one GPU -----------------------------------------------------------------------------------
 
@@ -243,7 +244,9 @@ class Sizing:
         key = (*self._key(g, rank), experts)
         shared = self._budgets.get(key)
         if shared is None:
-            items = self.before(g) + self.weights(rank, experts) + self.kv() + self.ready() + self.runtime()
+            if self._after is None:  # what start-up and the prompts allocate is the same for every GPU and count
+                self._after = self.kv() + self.ready() + self.runtime()
+            items = self.before(g) + self.weights(rank, experts) + self._after
             shared = self._budgets[key] = GpuBudget(
                 gpu=g.index,
                 name=g.name,
