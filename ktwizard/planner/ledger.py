@@ -178,9 +178,9 @@ def allocator_overhead() -> BudgetItem:
     return BudgetItem(
         "allocator overhead",
         C.ALLOC_OVERHEAD_EXPANDABLE,
-        "torch's caching allocator with expandable segments reserves this above the live peak (replayed on an H200: "
-        f"+0.12 to +0.19 GiB; the default allocator needed +{C.ALLOC_OVERHEAD_DEFAULT / 2**30:.1f} GiB)",
+        "torch's caching allocator with expandable segments needs this above the live peak (one Kimi layer replayed "
+        "on an H200: +0.12 to +0.19 GiB; the default allocator needed +5.0 to +6.0 GiB)",
         "runtime",
         estimate=True,
-        source="benchmarks/results/allocator_replay.md; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+        source="benchmarks/results/allocator-replay-h200.md; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
     )
