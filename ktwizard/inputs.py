@@ -267,3 +267,31 @@ def is_loopback(address: str) -> bool:
 def url_host(address: str) -> str:
     """An address as a URL's host: IPv6 literals in brackets."""
     return f"[{address}]" if ":" in address and not address.startswith("[") else address
+
+
+def parse_bind(text: str, flag: str = "--bind") -> str:
+    """An address to listen on: an IPv4 or IPv6 literal, or localhost. Hostnames, ports and spaces would reach the
+    renderings (docker -p, compose, the server's --host) and mean something else there."""
+    import ipaddress
+
+    value = text.strip()
+    if value == "localhost":
+        return value
+    try:
+        return str(ipaddress.ip_address(value.strip("[]")))
+    except ValueError:
+        raise BadInput(
+            f"{flag} {text[:80]!r}: give an IP address to listen on (127.0.0.1, 0.0.0.0, ::1, a host's own address); "
+            "no hostnames or ports"
+        ) from None
+
+
+def parse_mount_path(text: str, flag: str) -> str:
+    """A host path that is mounted into a container: absolute once resolved, without the ':' and ',' that split
+    docker -v and compose volume specs, and without control characters."""
+    import os
+
+    value = os.path.abspath(os.path.expanduser(text))
+    if any(c in value for c in ":,") or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise BadInput(f"{flag} {text[:120]!r}: a path with ':' ',' or control characters cannot be mounted; rename it")
+    return value

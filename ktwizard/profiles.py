@@ -47,6 +47,9 @@ def load_profile(ref: str) -> Profile:
     profile = from_data(Profile, read_structured(path), str(path))
     if not (profile.preset or profile.model_dir):
         raise BadInput(f"{path}: the profile names no model (preset or model_dir)")
+    from ktwizard.host.spec import check_saved_host
+
+    check_saved_host(profile.host, f"{path}: host")
     from ktwizard.apikey import check_key_file
 
     # a profile is a file anyone could hand over: its key files get the same checks as the flag

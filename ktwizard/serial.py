@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import stat
 import tempfile
 import types
 import typing
@@ -99,8 +100,19 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
     raise BadInput(f"{where}: cannot read a value of type {tp}")
 
 
+def _finite(data: Any) -> Any:
+    """NaN and infinities as null: JSON has no such numbers, and a reader of --json output must parse it."""
+    if isinstance(data, float):
+        return data if data == data and data not in (float("inf"), float("-inf")) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_finite(v) for v in data]
+    return data
+
+
 def dump_json(value: Any) -> str:
-    return json.dumps(to_data(value), indent=2) + "\n"
+    return json.dumps(_finite(to_data(value)), indent=2, allow_nan=False) + "\n"
 
 
 def dump_yaml(value: Any) -> str:
@@ -109,42 +121,138 @@ def dump_yaml(value: Any) -> str:
     return yaml.safe_dump(to_data(value), sort_keys=False, allow_unicode=True)
 
 
-def load_yaml_text(text: str, where: str) -> Any:
+MAX_DEPTH = 64  # nesting of any file a user hands in; none of ours goes past 8
+
+
+def _depth_ok(data: Any, where: str) -> Any:
+    stack = [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadInput(f"{where}: nested deeper than {MAX_DEPTH} levels; not a file ktwizard writes or reads")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return data
+
+
+def load_json_text(text: str, where: str) -> Any:
+    """JSON with its numbers and depth bounded: a 5,000-digit integer or 100k-deep nesting is one error line."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise BadInput(f"{where}: nested too deep to read") from None
+    except ValueError as exc:  # JSONDecodeError, and the int parser's digit limit
+        raise BadInput(f"{where}: not valid JSON ({str(exc)[:120]})") from None
+    return _depth_ok(data, where)
+
+
+def load_yaml_text(text: str, where: str, aliases: bool = True) -> Any:
     """Safe loading only (the C SafeLoader when libyaml is there: same rules, ten times faster); a syntax error
-    becomes one line naming the file and the line."""
+    becomes one line naming the file and the line. `aliases=False` (every file a user hands in) refuses &anchor /
+    *alias, whose fan-out can turn a small file into millions of nodes; none of ktwizard's files need them."""
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, never the full one
+        if not aliases and "*" in text:
+            for event in yaml.parse(text, Loader=loader):
+                if isinstance(event, yaml.AliasEvent):
+                    line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                    raise BadInput(f"{where}: line {line} uses a YAML alias (*{event.anchor}); write the value out")
+        return _depth_ok(yaml.load(text, Loader=loader), where)  # noqa: S506 - a SafeLoader, never the full one
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise BadInput(f"{where}: malformed YAML{at}: {problem}; fix the file and try again") from None
+    except RecursionError:
+        raise BadInput(f"{where}: nested too deep to read") from None
+    except ValueError as exc:  # an integer past the interpreter's digit limit, a bad timestamp
+        raise BadInput(f"{where}: a value cannot be read ({str(exc)[:120]})") from None
 
 
 MAX_FILE = 16 * 2**20  # host specs, plans, profiles, presets: kilobytes
 
 
-def read_structured(path: Path) -> Any:
-    """Read a JSON or YAML file (YAML is a superset of JSON) with errors that name the file."""
+def read_input(path: Path | str, cap: int = MAX_FILE, what: str = "file") -> bytes:
+    """The one reader for every file a user hands in: a regular file (after links), at most `cap` bytes.
+
+    Opened non-blocking and checked before reading, so a FIFO or a device never blocks and /dev/zero is refused;
+    every failure is one error line naming the path."""
+    with open_regular(path, cap, what) as fh:
+        try:
+            raw = fh.read(cap + 1)
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read it ({exc.strerror or exc.__class__.__name__})") from None
+    if len(raw) > cap:
+        raise BadInput(f"{path}: larger than the {cap // 2**20} MiB a {what} can be")
+    return raw
+
+
+def open_regular(path: Path | str, cap: int, what: str) -> typing.BinaryIO:
+    """`path` opened for reading if it is a regular file of at most `cap` bytes (BadInput naming it otherwise)."""
     try:
-        with open(path, "rb") as fh:  # read at most the cap: /dev/zero or a huge file is refused, not read
-            raw = fh.read(MAX_FILE + 1)
-        text = raw.decode("utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError, OSError) as exc:
-        raise BadInput(f"{path}: cannot read it ({exc.__class__.__name__})") from None
-    if len(raw) > MAX_FILE:
-        raise BadInput(f"{path}: larger than {MAX_FILE // 2**20} MiB; a host, plan or profile file is far smaller")
-    return load_yaml_text(text, str(path))
+    except IsADirectoryError:
+        raise BadInput(f"{path}: a folder, not a {what}") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.strerror or exc.__class__.__name__})") from None
+    st = os.fstat(fd)
+    why = (
+        f"a folder, not a {what}"
+        if stat.S_ISDIR(st.st_mode)
+        else f"not a regular file (a pipe or a device); give the {what} itself"
+        if not stat.S_ISREG(st.st_mode)
+        else f"{st.st_size} bytes, larger than the {cap // 2**20} MiB a {what} can be"
+        if st.st_size > cap
+        else ""
+    )
+    if why:
+        os.close(fd)
+        raise BadInput(f"{path}: {why}")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_structured(path: Path, trusted: bool = False) -> Any:
+    """Read a JSON or YAML file (YAML is a superset of JSON) with errors that name the file. A user's file (not
+    `trusted`, i.e. not one ktwizard bundles) may hold no YAML aliases."""
+    raw = read_input(path, MAX_FILE, "host, plan, profile or config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
+    if text.lstrip()[:1] in ("{", "["):
+        return load_json_text(text, str(path))
+    return load_yaml_text(text, str(path), aliases=trusted)
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder and rename, so a crash never leaves half a file."""
+    """Write through a temporary file in the same folder and rename, so a crash never leaves half a file.
+
+    Never through a link (the file it points to is not ours to replace) and never over a device: /dev/null and
+    other character devices are written to in place, a FIFO or a folder is refused."""
     path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot write there ({exc.strerror})") from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise BadInput(
+            f"{path}: a symbolic link; give the path of the file itself (ktwizard does not write through links)"
+        )
+    if st is not None and stat.S_ISCHR(st.st_mode):
+        with open(path, "w", encoding="utf-8") as fh:  # /dev/null, /dev/stdout: written, never replaced
+            fh.write(text)
+        return
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{path}: not a regular file (a folder, a pipe or a socket); give a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

@@ -56,7 +56,7 @@ def cmd_exporter(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import port, url
+    from ktwizard.cli.options import bind, port, url
 
     ex = sub.add_parser(
         "exporter", help="Prometheus metrics SGLang lacks: GPU memory vs plan, NUMA, swap, container, peak check"
@@ -67,6 +67,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ex.add_argument("--plan", metavar="FILE", help="the plan the server runs (default: the one its launch kept)")
     ex.add_argument("--port", type=port(), default=9400, help="the exporter's port (default 9400)")
-    ex.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    ex.add_argument("--bind", default="127.0.0.1", type=bind(), help="address to listen on (default 127.0.0.1)")
     ex.add_argument("--no-gpu", action="store_true", help="do not poll NVML")
     ex.set_defaults(func=cmd_exporter)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from ktwizard.errors import EXIT_NO_FIT, BadInput, KtwizardError
@@ -18,16 +19,35 @@ def _per_machine(text: str) -> str | int:
     return parse_count(text, "--replicas-per-host", 1, 16)
 
 
-def _nodes(items: list[str] | None) -> dict[str, list[str]]:
-    """--k8s-nodes CLASS=node-a,node-b (repeatable): the Kubernetes nodes a host class stands for."""
-    from ktwizard.fleet.k8s import slug
+# RFC 1123 subdomain (a node name): dot-separated labels of [a-z0-9-], not starting or ending with '-', <= 253
+_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+NODE_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*")
+CLAIM_NAME = NODE_NAME  # a PersistentVolumeClaim name follows the same rule
 
+
+def _nodes(items: list[str] | None, classes: set[str]) -> dict[str, list[str]]:
+    """--k8s-nodes CLASS=node-a,node-b (repeatable): the Kubernetes nodes a host class stands for."""
     out: dict[str, list[str]] = {}
+    everywhere: set[str] = set()
     for item in items or ():
         ref, _, names = item.partition("=")
-        nodes = [n.strip() for n in names.split(",") if n.strip()]
-        if not ref or not nodes or any(slug(n, 253) != n for n in nodes):
-            raise BadInput(f"--k8s-nodes {item!r}: give HOST=node-a,node-b with Kubernetes node names")
+        nodes = [n.strip() for n in names.split(",")]
+        bad = [n for n in nodes if not NODE_NAME.fullmatch(n)]
+        if not ref or not names or bad:
+            raise BadInput(
+                f"--k8s-nodes {item[:120]!r}: give HOST=node-a,node-b with Kubernetes node names (RFC 1123: lower-case "
+                "letters, digits, '-' and '.')"
+            )
+        if ref not in classes:
+            raise BadInput(
+                f"--k8s-nodes {ref}: no --host {ref} in this fleet (its hosts: {', '.join(sorted(classes))})"
+            )
+        if ref in out:
+            raise BadInput(f"--k8s-nodes {ref}: given twice; name all its nodes in one option")
+        twice = [n for n in nodes if n in everywhere or nodes.count(n) > 1]
+        if twice:
+            raise BadInput(f"--k8s-nodes: node {twice[0]} is named twice; one node runs one replica")
+        everywhere.update(nodes)
         out[ref] = nodes
     return out
 
@@ -96,12 +116,23 @@ def cmd_fleet_plan(args: argparse.Namespace) -> int:
     else:
         from ktwizard.fleet.k8s import k8s_text
 
+        if args.weights_claim is not None and not CLAIM_NAME.fullmatch(args.weights_claim):
+            raise BadInput(
+                f"--weights-claim {args.weights_claim[:80]!r}: a PersistentVolumeClaim name is lower-case letters, "
+                "digits, '-' and '.' (RFC 1123)"
+            )
+        if any(r.plan.goals.api_key_file for r in fleet.replicas):
+            print(
+                "note: the API key is not in the manifests: create it as a Secret (kubectl create secret generic "
+                f"{fleet.name}-api-key --from-file=api-key=KEYFILE) and mount it; the workers read it from a file",
+                file=sys.stderr,
+            )
         text = k8s_text(
             fleet,
             image=args.image,
             router_image=args.router_image,
             weights_claim=args.weights_claim,
-            nodes=_nodes(args.k8s_nodes),
+            nodes=_nodes(args.k8s_nodes, {m.ref for m in fleet.machines}),
         )
     emit(text, args.out)
     if not fleet.fits:

@@ -233,7 +233,7 @@ def _text(s) -> str:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import count, port, seconds, url
+    from ktwizard.cli.options import bind, count, port, seconds, url
 
     mo = sub.add_parser("monitor", help="live memory and throughput of a running server")
     mo.add_argument("--url", type=url(), help="the server's base URL, such as http://127.0.0.1:30000")
@@ -249,7 +249,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo.add_argument("--replay", metavar="FILE", help="play a --record file through the dashboard")
     mo.add_argument("--web", action="store_true", help="serve the dashboard to browsers (textual-serve)")
     mo.add_argument("--web-port", type=port("--web-port"), default=8765, metavar="P", help="web port (default 8765)")
-    mo.add_argument("--bind", default="127.0.0.1", help="with --web: address to listen on (default 127.0.0.1)")
+    mo.add_argument(
+        "--bind", default="127.0.0.1", type=bind(), help="with --web: address to listen on (default 127.0.0.1)"
+    )
     mo.add_argument(
         "--web-sessions",
         type=count("--web-sessions", 1, 64),

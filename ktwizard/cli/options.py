@@ -52,6 +52,18 @@ def url(flag: str = "--url") -> Callable[[str], str]:
     return typed(parse_url, flag)
 
 
+def bind(flag: str = "--bind") -> Callable[[str], str]:
+    from ktwizard.inputs import parse_bind
+
+    return typed(parse_bind, flag)
+
+
+def mount_path(flag: str) -> Callable[[str], str]:
+    from ktwizard.inputs import parse_mount_path
+
+    return typed(parse_mount_path, flag)
+
+
 def method(flag: str = "--method") -> Callable[[str], str]:
     def parse(text: str, f: str) -> str:
         from ktwizard.planner.methods import METHODS
@@ -100,10 +112,14 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
     pr.add_argument(
         "--no-layerwise-prefill", action="store_true", help="do not run long prefills layer by layer on the GPU"
     )
-    pr.add_argument("--weights", metavar="DIR", help="the checkpoint folder the server will load")
-    pr.add_argument("--kt-weights", metavar="DIR", help="converted CPU weights for AMXINT4/AMXINT8")
+    pr.add_argument(
+        "--weights", metavar="DIR", type=mount_path("--weights"), help="the checkpoint folder the server will load"
+    )
+    pr.add_argument(
+        "--kt-weights", metavar="DIR", type=mount_path("--kt-weights"), help="converted CPU weights for AMXINT4/AMXINT8"
+    )
     pr.add_argument("--port", type=port(), help="HTTP port (default 30000)")
-    pr.add_argument("--bind", help="address to publish on (default 127.0.0.1)")
+    pr.add_argument("--bind", type=bind(), help="address to publish on (default 127.0.0.1)")
     pr.add_argument(
         "--profile",
         metavar="FILE|NAME",
@@ -117,7 +133,12 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         help="the server's API key, one line in a file (chmod 600); it never appears in a command line, record, "
         "rendering or log",
     )
-    pr.add_argument("--chat-template", metavar="FILE", help="a Jinja chat template for the server")
+    pr.add_argument(
+        "--chat-template",
+        metavar="FILE",
+        type=mount_path("--chat-template"),
+        help="a Jinja chat template for the server",
+    )
     pr.add_argument("--served-name", metavar="NAME", help="the model id clients send (default: the preset's)")
 
 

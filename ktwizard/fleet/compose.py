@@ -6,6 +6,7 @@ from ktwizard.errors import BadInput
 from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan
 from ktwizard.fleet.router import ROUTER_MODULE, router_args
+from ktwizard.inputs import url_host
 from ktwizard.render.docker import LABEL, compose_service, container_spec
 
 FLEET_LABEL = f"{LABEL}.fleet"
@@ -48,7 +49,7 @@ def compose_fleet(
         "container_name": f"{fleet.name}-router",
         "command": ["python3", "-m", ROUTER_MODULE, *router_args(fleet, workers, "0.0.0.0")],
         "ports": [
-            f"{fleet.bind}:{fleet.router_port}:{fleet.router_port}",
+            f"{url_host(fleet.bind)}:{fleet.router_port}:{fleet.router_port}",
             f"127.0.0.1:{fleet.metrics_port}:{fleet.metrics_port}",
         ],
         "depends_on": {r.name: {"condition": "service_healthy"} for r in fleet.replicas},

@@ -112,6 +112,21 @@ class FleetPlan:
         return from_data(FleetPlan, data, where)
 
 
+def check_ports(router: int, metrics: int, replicas: int) -> None:
+    """The router on `router`, replicas on the ports after it, the router's metrics apart from all of them."""
+    last = router + replicas
+    if last > 65535:
+        raise BadInput(
+            f"--port {router}: the router and {replicas} replica(s) take ports {router}-{last}, past 65535; "
+            f"use --port {65535 - replicas} or lower"
+        )
+    if router <= metrics <= last:
+        raise BadInput(
+            f"--router-metrics-port {metrics}: the router and its replicas use {router}-{last}; choose a port "
+            "outside that range"
+        )
+
+
 def check_fleet_name(name: str) -> str:
     if not FLEET_NAME.fullmatch(name):
         raise BadInput(
@@ -275,6 +290,7 @@ def fleet_plan(
         for node, p in classes[ref][0]:
             port = base + 1 + len(replicas)
             replicas.append(Replica(f"r{len(replicas)}", machine, node, port, _at_port(p, port, goals.bind)))
+    check_ports(base, metrics_port, len(replicas))
     model = replicas[0].plan.model
     fleet_name = check_fleet_name(
         name or "ktwizard-fleet-" + re.sub(r"[^a-z0-9_-]+", "-", model.id.lower())[:24].strip("-")
@@ -348,6 +364,7 @@ def with_replicas(fleet: FleetPlan, n: int, gpus: bool = True, port: int | None 
             "their GPUs; --replicas above that only with --gpus none (a stand-in), or plan more machines"
         )
     base = port or fleet.router_port
+    check_ports(base, fleet.metrics_port, n)
     reps = tuple(
         replace(r, name=f"r{i}", port=base + 1 + i, plan=_at_port(r.plan, base + 1 + i, r.plan.goals.bind))
         for i, r in ((i, fleet.replicas[i % len(fleet.replicas)]) for i in range(n))

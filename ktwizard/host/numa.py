@@ -26,7 +26,7 @@ def probe_numa(root: Root) -> tuple[NumaNode, ...]:
         nodes.append(
             NumaNode(
                 id=node_id,
-                cpus=parse_cpu_list(root.first_line(rel + "cpulist")),
+                cpus=parse_cpu_list(root.first_line(rel + "cpulist"), strict=str(root.path / (rel + "cpulist"))),
                 memory_total=kb(meminfo.get("MemTotal")),
                 memory_free=kb(meminfo.get("MemFree")),
                 distances=tuple(int(x) for x in distance.split() if x.isdigit()),

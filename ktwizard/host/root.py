@@ -31,8 +31,11 @@ class Root:
 MAX_CPUS = 65536  # more CPUs than any machine has
 
 
-def parse_cpu_list(text: str | None) -> tuple[int, ...]:
-    """'0-3,8,10-11' -> (0, 1, 2, 3, 8, 10, 11); empty or None -> ()."""
+def parse_cpu_list(text: str | None, strict: str | None = None) -> tuple[int, ...]:
+    """'0-3,8,10-11' -> (0, 1, 2, 3, 8, 10, 11); empty or None -> ().
+
+    A malformed part ('x', '5-2', '0-' with no end) is skipped, never read as something else; with `strict` (the
+    file it came from) it is refused instead, naming the file: a recorded root with such a line is broken."""
     if not text:
         return ()
     cpus: list[int] = []
@@ -40,13 +43,15 @@ def parse_cpu_list(text: str | None) -> tuple[int, ...]:
         part = part.strip()
         if not part:
             continue
-        try:
-            lo, _, hi = part.partition("-")
-            first, last = int(lo), int(hi or lo)
-        except ValueError:
-            continue  # a malformed range in a recorded root is skipped, not a crash
-        if not 0 <= first <= last < MAX_CPUS:
-            continue  # nor can a range like 0-999999999 allocate without bound
+        lo, dash, hi = part.partition("-")
+        ok = lo.isdigit() and (not dash or hi.isdigit())
+        first, last = (int(lo), int(hi) if dash else int(lo)) if ok else (0, -1)
+        if not (ok and 0 <= first <= last < MAX_CPUS):  # nor can a range like 0-999999999 allocate without bound
+            if strict:
+                from ktwizard.errors import BadInput
+
+                raise BadInput(f"{strict}: malformed CPU list {text.strip()[:80]!r} (at {part[:20]!r})")
+            continue
         cpus.extend(range(first, last + 1))
     return tuple(sorted(set(cpus)))
 

@@ -128,10 +128,28 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
     )
 
 
+def check_saved_host(h: HostProfile, where: str) -> HostProfile:
+    """A saved profile is a file anyone could edit: its sizes and counts must be ones a machine can have."""
+    problems = [
+        f"memory total {h.memory.total}" if not 0 < h.memory.total <= 2**50 else "",
+        f"cpu sockets {h.cpu.sockets}" if not 1 <= h.cpu.sockets <= 64 else "",
+        f"cores per socket {h.cpu.cores_per_socket}" if not 1 <= h.cpu.cores_per_socket <= 4096 else "",
+        f"threads per core {h.cpu.threads_per_core}" if not 1 <= h.cpu.threads_per_core <= 8 else "",
+        f"{len(h.gpus.devices)} GPUs" if len(h.gpus.devices) > 1024 else "",
+        f"{len(h.cpu.threads)} CPU threads" if len(h.cpu.threads) > 65536 else "",
+        f"{len(h.numa_nodes)} NUMA nodes" if len(h.numa_nodes) > 1024 else "",
+        *(f"GPU {g.index} memory {g.memory_total}" for g in h.gpus.devices if not 0 < g.memory_total <= 2**44),
+    ]
+    bad = [p for p in problems if p]
+    if bad:
+        raise BadInput(f"{where}: not a machine ktwizard can plan for ({'; '.join(bad[:3])})")
+    return h
+
+
 def host_from_data(data: Any, where: str) -> HostProfile:
     """A saved HostProfile (from `probe --save`) or a hand-written spec, told apart by their keys."""
     if isinstance(data, dict) and "schema" in data and "gpus" in data and isinstance(data.get("gpus"), dict):
-        return from_data(HostProfile, data, where)
+        return check_saved_host(from_data(HostProfile, data, where), where)
     return host_from_spec(data, where)
 
 
@@ -146,7 +164,7 @@ def load_host(ref: str) -> HostProfile:
         return host_from_data(read_structured(path), str(path))
     bundled = ASSETS / f"{ref}.yaml"
     if bundled.exists():
-        return host_from_data(read_structured(bundled), f"bundled host '{ref}'")
+        return host_from_data(read_structured(bundled, trusted=True), f"bundled host '{ref}'")
     raise BadInput(
         f"--host {ref}: no such file and no bundled host of that name (bundled: {', '.join(bundled_hosts())})"
     )

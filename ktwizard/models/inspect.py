@@ -7,7 +7,6 @@ read is size-capped, and an index entry can only name a file inside the folder.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,18 +36,13 @@ class Inspection:
 
 def read_json(path: Path, cap: int = MAX_JSON) -> Any:
     """A JSON file, size-capped, as one clear line when it is not JSON or not text."""
+    from ktwizard.serial import load_json_text, read_input
+
+    raw = read_input(path, cap, "JSON file")
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot be read ({exc.strerror})") from None
-    if size > cap:
-        raise BadInput(f"{path}: {size} bytes is too large for this file (at most {cap})")
-    try:
-        return json.loads(path.read_bytes().decode("utf-8"))
+        return load_json_text(raw.decode("utf-8"), str(path))
     except UnicodeDecodeError:
         raise BadInput(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
 
 
 def _indexed(folder: Path, index: Path) -> list[Path]:

@@ -35,9 +35,28 @@ class Header:
         return self.file_bytes >= 8 + self.header_len + self.data_bytes
 
 
+MAX_DIMS = 8
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**62
+
+
 def read_header(path: Path) -> Header:
-    size = path.stat().st_size
-    with path.open("rb") as fh:
+    import os
+    import stat
+
+    try:  # non-blocking and checked first: a FIFO or a device named as a shard never blocks
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read it ({exc.strerror})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise BadInput(f"{path}: not a regular file; a safetensors shard is one")
+    os.set_blocking(fd, True)
+    size = st.st_size
+    with os.fdopen(fd, "rb") as fh:
         head = fh.read(8)
         if len(head) < 8:
             raise BadInput(f"{path}: truncated safetensors file ({size} bytes, no header length)")
@@ -52,8 +71,10 @@ def read_header(path: Path) -> Header:
         raw = fh.read(n)
     try:
         meta = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: the safetensors header is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BadInput(f"{path}: the safetensors header is nested too deep") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError, the digit limit
+        raise BadInput(f"{path}: the safetensors header is not valid JSON ({str(exc)[:120]})") from None
     if not isinstance(meta, dict):
         raise BadInput(f"{path}: the safetensors header is not a JSON object")
     tensors = []
@@ -62,11 +83,17 @@ def read_header(path: Path) -> Header:
         if name == "__metadata__":
             continue
         try:
-            dtype, shape, (begin, stop) = info["dtype"], tuple(info["shape"]), info["data_offsets"]
+            dtype, shape, (begin, stop) = info["dtype"], info["shape"], info["data_offsets"]
         except (KeyError, TypeError, ValueError):
-            raise BadInput(f"{path}: tensor {name!r} has no dtype/shape/data_offsets in the header") from None
-        if dtype not in DTYPE_BYTES:
-            raise BadInput(f"{path}: tensor {name!r} has unknown dtype {dtype}")
+            raise BadInput(f"{path}: tensor {str(name)[:80]!r} has no dtype/shape/data_offsets in the header") from None
+        # every type checked before any arithmetic: a header is a file from anywhere
+        if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
+            raise BadInput(f"{path}: tensor {str(name)[:80]!r} has unknown dtype {str(dtype)[:40]!r}")
+        if not isinstance(shape, list) or len(shape) > MAX_DIMS or not all(_count(d) for d in shape):
+            raise BadInput(f"{path}: tensor {str(name)[:80]!r} has a shape that is not a list of sizes")
+        if not (_count(begin) and _count(stop)) or stop < begin:
+            raise BadInput(f"{path}: tensor {str(name)[:80]!r} has data_offsets that are not two ascending offsets")
+        shape = tuple(shape)
         expect = DTYPE_BYTES[dtype]
         for d in shape:
             expect *= d

@@ -11,11 +11,26 @@ from ktwizard.errors import BadInput
 from ktwizard.monitor.samples import Sample
 
 MAX_LINE = 1 << 20  # a sample is a few KiB
-MAX_SAMPLES = 1_000_000
+MAX_SAMPLES = 200_000  # two days at 1 Hz
+MAX_FILE = 1 << 30
 
 
 def open_recording(path: str) -> IO[str]:
-    """The file samples are appended to; one that cannot be written is bad input, before anything runs."""
+    """The file samples are appended to; one that cannot be written is bad input, before anything runs. Never
+    through a symbolic link, never into a pipe or a device."""
+    import os
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise BadInput(f"--record {path}: cannot write there ({exc.strerror})") from None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise BadInput(f"--record {path}: a symbolic link; give the path of the file itself")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"--record {path}: not a regular file")
     try:
         return open(path, "a", encoding="utf-8")  # noqa: SIM115 - the caller keeps it for the session
     except OSError as exc:
@@ -44,19 +59,24 @@ class Recorder:
 
 def read_samples(path: str) -> list[Sample]:
     """Every sample of a recording; a line that is not one is bad input naming its number."""
-    from ktwizard.serial import from_data
+    from ktwizard.serial import from_data, open_regular
 
-    p = Path(path)
-    if not p.is_file():
-        raise BadInput(f"--replay {path}: no such file")
     out: list[Sample] = []
-    with open(p, "rb") as fh:
-        for n, raw in enumerate(fh, 1):
+
+    def finite(text: str) -> float:
+        raise ValueError(f"{text} is not a number a recording holds")
+
+    with open_regular(Path(path), MAX_FILE, "recording (monitor --record)") as fh:
+        n = 0
+        while raw := fh.readline(MAX_LINE + 1):  # a line is read at most to its cap, newline or not
+            n += 1
             if len(raw) > MAX_LINE or n > MAX_SAMPLES:
                 raise BadInput(f"--replay {path}: line {n} is too long or the file too large for a recording")
             try:
-                out.append(from_data(Sample, json.loads(raw), f"{path}:{n}"))
-            except (ValueError, UnicodeDecodeError) as exc:
+                out.append(from_data(Sample, json.loads(raw, parse_constant=finite), f"{path}:{n}"))
+            except BadInput as exc:
+                raise BadInput(f"--replay {exc.message}") from None
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 raise BadInput(
                     f"--replay {path}: line {n} is not a recorded sample ({exc.__class__.__name__})"
                 ) from None

@@ -14,8 +14,10 @@ COPILOT_KIMI_KEYS = ("kimi-k2.6", "kimi-k2.7-code")
 
 def server_url(bind: str, port: int) -> str:
     """Where this machine reaches a server listening on `bind` (every interface is reached on loopback)."""
+    from ktwizard.inputs import url_host
+
     host = "127.0.0.1" if bind in ("0.0.0.0", "::") else bind
-    return f"http://{host}:{port}"
+    return f"http://{url_host(host)}:{port}"
 
 
 def _base(plan: Plan, host: str | None) -> str:

@@ -7,6 +7,7 @@ import shlex
 from dataclasses import dataclass
 
 from ktwizard.errors import BadInput
+from ktwizard.inputs import url_host
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import container_argv, container_paths, flag_groups
 
@@ -84,7 +85,7 @@ def docker_text(plan: Plan) -> str:
         parts += ["--runtime=nvidia", "--gpus " + q(f'"device={",".join(map(str, c.gpus))}"')]
     parts += [f"-v {q(f'{h}:{i}:ro')}" for h, i in c.mounts]
     parts += [f"-e {q(f'{k}={v}')}" for k, v in c.env.items()]
-    parts += [f"-p {q(f'{c.bind}:{c.port}:{c.port}')}"]
+    parts += [f"-p {q(f'{url_host(c.bind)}:{c.port}:{c.port}')}"]
     parts += [f"--label {q(f'{k}={v}')}" for k, v in c.labels.items()]
     parts.append(q(c.image))
     head = 4 if c.command[1] == "-c" else 3  # python -c LAUNCHER KEYFILE, or python -m sglang.launch_server
@@ -103,7 +104,7 @@ def compose_service(c: ContainerSpec) -> dict:
         "ipc": "host",
         "cap_add": ["SYS_NICE"],
         "ulimits": {"memlock": -1},
-        "ports": [f"{c.bind}:{c.port}:{c.port}"],
+        "ports": [f"{url_host(c.bind)}:{c.port}:{c.port}"],
         "volumes": [{"type": "bind", "source": h, "target": i, "read_only": True} for h, i in c.mounts],
         "labels": c.labels,
         "restart": "no",

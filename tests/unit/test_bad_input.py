@@ -182,7 +182,7 @@ CASES: list[tuple[list[str], int]] = [
     # --- probe ---
     (["probe", "--root", "/no/such/root"], 2),
     (["probe", "--json", "--yaml"], 2),
-    (["probe", "--save", "{tmp}/adir"], 1),
+    (["probe", "--save", "{tmp}/adir"], 2),  # a folder where a file goes: bad input
     # --- launch: files, names, ports, values (nothing is created) ---
     *[(["launch", "--plan", "{tmp}/" + f, "--gpus", "none"], 2) for f in PLAN_FILES],
     (["launch", "--plan", "/no/such/plan.json"], 2),
