@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -87,3 +88,70 @@ def router_image(docker_client) -> str:
     from image import router_image as build
 
     return build(docker_client)
+
+
+# --- nothing a test starts outlives it ------------------------------------------------------------------------------
+# What ktwizard starts on this machine: servers (the stand-in's launch_server), routers, dashboards (monitor, the
+# per-tab processes of monitor --web), exporters. A test that leaves one behind fails, and what it left is ended.
+LEFTOVER_MARKS = (
+    b"sglang.launch_server",
+    b"sglang_router",
+    b"-m\x00ktwizard\x00monitor",
+    b"-m\x00ktwizard\x00exporter",
+)
+
+
+def _ours() -> dict[int, bytes]:
+    found = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(m in cmd for m in LEFTOVER_MARKS):
+            found[int(p)] = cmd
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(request):
+    import signal
+    import time
+
+    before = set(_ours())
+    yield
+    deadline = time.monotonic() + 5  # a stopped server or a closed dashboard takes a moment to exit
+    left = {p: c for p, c in _ours().items() if p not in before}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = {p: c for p, c in _ours().items() if p not in before}
+    for p in left:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGKILL)
+    if left:
+        nul = b"\x00"
+        shown = "; ".join(f"{p}: {c.replace(nul, b' ').decode(errors='replace')[:100]}" for p, c in left.items())
+        pytest.fail(f"{request.node.nodeid} left processes running: {shown}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftover_containers():
+    """Containers ktwizard labelled that the session created and did not remove."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=30)
+        before = {c.id for c in client.containers.list(all=True, filters={"label": "io.ktwizard.managed=true"})}
+    except Exception:  # noqa: BLE001 - no engine: nothing to check
+        yield
+        return
+    yield
+    left = [
+        c for c in client.containers.list(all=True, filters={"label": "io.ktwizard.managed=true"}) if c.id not in before
+    ]
+    for c in left:
+        with contextlib.suppress(Exception):
+            c.remove(force=True)
+    assert not left, f"the test run left containers: {', '.join(c.name for c in left)}"

@@ -80,16 +80,21 @@ def cmd_monitor_fleet(args: argparse.Namespace) -> int:
 
 
 def _terminal() -> bool:
-    from ktwizard.tui.web import served_by_web
+    from ktwizard.tui.web import PARENT_ENV, served_by_web
 
-    return sys.stdout.isatty() or served_by_web()
+    if served_by_web():  # a browser tab's dashboard: it ends with the web server that started it, however that ends
+        from ktwizard.deploy.procid import watch_parent
+
+        watch_parent(PARENT_ENV)
+        return True
+    return sys.stdout.isatty()
 
 
 def cmd_monitor_web(args: argparse.Namespace) -> int:
     """--web: the same dashboard through textual-serve, one process per browser tab."""
     from ktwizard.host.ports import check_port
     from ktwizard.inputs import is_loopback, url_host
-    from ktwizard.tui.web import make_server, monitor_command, new_token
+    from ktwizard.tui.web import make_server, mark_parent, monitor_command, new_token
 
     if args.once:
         raise BadInput("--web serves the live dashboard: leave out --once")
@@ -102,6 +107,7 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
     target += ["--interval", str(args.interval)] + (["--no-gpu"] if args.no_gpu else [])
     check_port(args.bind, args.web_port)
     token = new_token()  # on every bind: any page the user visits can reach 127.0.0.1
+    mark_parent()
     server = make_server(monitor_command(target), args.bind, args.web_port, token, args.web_sessions)
     shown = "127.0.0.1" if args.bind in ("0.0.0.0", "::") else args.bind
     print(f"dashboard at http://{url_host(shown)}:{args.web_port}/?token={token}", file=sys.stderr, flush=True)

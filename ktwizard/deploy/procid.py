@@ -102,3 +102,41 @@ def still_ours(pid: int | None, start: int | None, label: tuple[str, str]) -> st
     if pid in labelled(*label):
         return None
     return f"PID {pid} ({command(pid)}) does not carry {label[0]}={label[1]}: not the server ktwizard started"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, their children, ...)."""
+    children: dict[int, list[int]] = {}
+    for p in _pids():
+        fields = _stat(p)
+        try:
+            parent = int(fields[1]) if fields else -1  # field 4 overall
+        except (IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(p)
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def watch_parent(env: str, poll_s: float = 1.0) -> None:
+    """In a process started for another (a dashboard tab of monitor --web): exit once the process named by the
+    environment variable `env` ("PID:START") is gone, even if it was killed and could not say so."""
+    import threading
+
+    pid_text, _, start_text = os.environ.get(env, "").partition(":")
+    if not (pid_text.isdigit() and start_text.isdigit()):
+        return
+    pid, start = int(pid_text), int(start_text)
+
+    def run() -> None:
+        import time
+
+        while start_ticks(pid) == start:
+            time.sleep(poll_s)
+        os._exit(0)
+
+    threading.Thread(target=run, name="watch-parent", daemon=True).start()

@@ -336,3 +336,56 @@ def test_web_socket_from_another_origin_or_host_is_refused(served, tmp_path):
         assert asyncio.run(handshake(own)) == 101
     finally:
         stop(web)
+
+
+def test_a_killed_web_dashboard_leaves_no_tab_behind(served, tmp_path):
+    """Each tab runs its own dashboard process; SIGKILL of `monitor --web` gives it no chance to end them, so each
+    tab watches the server that started it and ends with it."""
+    import asyncio
+
+    import aiohttp
+
+    from ktwizard.deploy.procid import descendants
+
+    port, log = free_port(), tmp_path / "web.err"
+    with open(log, "w") as err:
+        web = subprocess.Popen(
+            [sys.executable, "-m", "ktwizard", "monitor", "--url", f"http://127.0.0.1:{served['port']}", "--web",
+             "--web-port", str(port), "--no-gpu"],
+            env={**os.environ, **served["env"]},
+            stderr=err,
+        )  # fmt: skip
+    try:
+        wait_http(f"http://127.0.0.1:{port}/")
+        token = re.search(r"\?token=([\w-]+)", log.read_text())
+        assert token
+
+        async def open_tab_then_kill() -> list[int]:
+            async with aiohttp.ClientSession() as s:
+                ws = await s.ws_connect(
+                    f"http://127.0.0.1:{port}/ws/{token.group(1)}?width=80&height=24",
+                    headers={"Origin": f"http://127.0.0.1:{port}"},
+                )
+                deadline = time.monotonic() + 20
+                tabs: list[int] = []
+                while time.monotonic() < deadline and not tabs:
+                    await asyncio.sleep(0.3)
+                    tabs = [p for p in descendants(web.pid) if b"monitor" in Path(f"/proc/{p}/cmdline").read_bytes()]
+                web.kill()  # SIGKILL: no shutdown handler runs
+                await ws.close()
+                return tabs
+
+        tabs = asyncio.run(open_tab_then_kill())
+        assert tabs, "no tab process started"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in tabs):
+            time.sleep(0.2)
+        alive = [
+            p
+            for p in tabs
+            if os.path.exists(f"/proc/{p}") and b"Z" not in Path(f"/proc/{p}/stat").read_bytes().split(b")")[-1][:3]
+        ]
+        assert not alive, alive
+    finally:
+        web.kill()
+        web.wait(10)
