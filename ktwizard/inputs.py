@@ -167,7 +167,8 @@ def parse_url(text: str, flag: str = "--url") -> str:
         port = parts.port
     except ValueError:
         port = -1
-    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or len(text) > 2048:
+    odd = any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text.strip())
+    if odd or parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or len(text) > 2048:
         raise BadInput(f"{flag} {shown(text[:200])!r}: give the server's base URL, such as http://127.0.0.1:30000")
     return strip_credentials(text.strip()).rstrip("/")
 
@@ -247,7 +248,7 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
 
 
 def _key_file(path: str | None) -> str | None:
-    if not path:
+    if path is None:
         return None
     from ktwizard.apikey import check_key_file
 
@@ -277,8 +278,10 @@ def parse_bind(text: str, flag: str = "--bind") -> str:
     value = text.strip()
     if value == "localhost":
         return value
+    if value.startswith("[") and value.endswith("]"):
+        value = value[1:-1]
     try:
-        return str(ipaddress.ip_address(value.strip("[]")))
+        return str(ipaddress.ip_address(value))
     except ValueError:
         raise BadInput(
             f"{flag} {text[:80]!r}: give an IP address to listen on (127.0.0.1, 0.0.0.0, ::1, a host's own address); "

@@ -61,7 +61,7 @@ def cmd_monitor_fleet(args: argparse.Namespace) -> int:
         mon.sample()
         time.sleep(args.interval)
         sample = mon.sample()
-        sys.stdout.write(dump_json(sample) if args.json else fleet_text(sample))
+        sys.stdout.write(dump_json(sample) if args.json else _safe(fleet_text(sample)))
         if sample.degraded:
             print(
                 f"ktwizard: error: fleet {rec.name} is degraded: "
@@ -204,6 +204,12 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 def _text(s) -> str:
+    from ktwizard.textsafe import printable
+
+    return printable(_plain_text(s))
+
+
+def _plain_text(s) -> str:
     from ktwizard.units import human
 
     out = []
@@ -266,3 +272,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --web: most browser tabs at once, each its own process (default 4)",
     )
     mo.set_defaults(func=cmd_monitor)
+
+
+def _safe(text: str) -> str:
+    from ktwizard.textsafe import printable
+
+    return printable(text)
