@@ -39,6 +39,13 @@ class WizardApp(App):
     CSS_PATH = ["wizard.tcss", "monitor.tcss"]
     TITLE = "ktwizard"
     COMMANDS = App.COMMANDS | {StepCommands}
+
+    def action_command_palette(self) -> None:
+        from ktwizard.tui.palette import SafeCommandPalette
+
+        if self.use_command_palette and not SafeCommandPalette.is_open(self):
+            self.push_screen(SafeCommandPalette(id="--command-palette"))
+
     BINDINGS = [
         Binding("question_mark", "help", "keys"),
         Binding("ctrl+s", "save_profile", "save profile"),

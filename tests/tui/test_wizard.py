@@ -239,3 +239,57 @@ def test_an_inspected_checkpoint_is_the_weights_folder(tmp_path):
             assert not any("No --weights" in n.text for n in app.state.plan.notices)
 
     asyncio.run(go())
+
+
+def test_command_palette_then_page_keys_in_one_burst():
+    """Ctrl-P then PageUp before the palette has listed anything: Textual's OptionList raised KeyError: 0 and the
+    wizard died. The keys are posted without waiting between them, as a fast typist's terminal delivers them."""
+    import asyncio
+
+    from textual import events
+
+    async def go() -> BaseException | None:
+        app = app_for()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(0.3)
+            for _ in range(5):
+                app.post_message(events.Key("ctrl+p", None))
+                for k in ("pageup", "pagedown", "pageup"):
+                    app.screen.post_message(events.Key(k, None))
+                await asyncio.sleep(0.05)
+                app.post_message(events.Key("pageup", None))
+                await pilot.pause(0.2)
+                await pilot.press("escape")
+            await pilot.pause(0.2)
+            return app._exception
+
+    assert asyncio.run(go()) is None
+
+
+def test_inspecting_a_folder_of_fifos_never_hangs_the_wizard(tmp_path):
+    """A checkpoint folder whose config.json and shard are FIFOs: opening them would block forever (and keep the
+    process alive after Ctrl-C); the wizard says why within seconds and stays usable."""
+    import os
+    import time
+
+    folder = tmp_path / "fifo-ckpt"
+    folder.mkdir()
+    os.mkfifo(folder / "config.json")
+    os.mkfifo(folder / "model-00001-of-00001.safetensors")
+
+    async def go() -> str:
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("n")
+            await pilot.pause()
+            await set_input(pilot, "model-dir", str(folder))
+            start = time.monotonic()
+            app.screen.query_one("#inspect").press()
+            await pilot.pause()
+            await asyncio.wait_for(app.workers.wait_for_complete(), 10)
+            await pilot.pause()
+            assert time.monotonic() - start < 10
+            return str(app.screen.query_one("#model-info").render())
+
+    said = asyncio.run(go())
+    assert "not a regular file" in said, said
