@@ -25,6 +25,14 @@ LAUNCHER = (
 )
 
 
+# The router's counterpart: sglang-router sends --api-key to the workers; it joins sys.argv in the process only.
+ROUTER_LAUNCHER = (
+    "import runpy, sys; key = open(sys.argv[1]).read().strip(); "
+    "sys.argv = ['sglang_router.launch_router', *sys.argv[2:], '--api-key=' + key]; "
+    "runpy.run_module('sglang_router.launch_router', run_name='__main__', alter_sys=True)"
+)
+
+
 def check_key_file(path: str, flag: str = "--api-key-file") -> str:
     """The file exists, holds one line of a usable key, and is not readable by others (a warning otherwise)."""
     if not isinstance(path, str) or not path or "\0" in path:

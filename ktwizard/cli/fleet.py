@@ -122,9 +122,13 @@ def cmd_fleet_plan(args: argparse.Namespace) -> int:
                 "digits, '-' and '.' (RFC 1123)"
             )
         if any(r.plan.goals.api_key_file for r in fleet.replicas):
+            from ktwizard.fleet.k8s import secret_name
+
+            key_file = next(r.plan.goals.api_key_file for r in fleet.replicas if r.plan.goals.api_key_file)
             print(
-                "note: the API key is not in the manifests: create it as a Secret (kubectl create secret generic "
-                f"{fleet.name}-api-key --from-file=api-key=KEYFILE) and mount it; the workers read it from a file",
+                "note: the workers and the router read the API key from the Secret "
+                f"{secret_name(fleet)} (the key is never written into a manifest); create it first: kubectl create "
+                f"secret generic {secret_name(fleet)} --from-file=api-key={key_file}",
                 file=sys.stderr,
             )
         text = k8s_text(

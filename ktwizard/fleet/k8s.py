@@ -87,11 +87,33 @@ def _memory_request(plan: Plan) -> str:
     return f"{max(1, math.ceil(used / 2**30))}Gi"
 
 
+SECRET_DIR = "/run/secrets/ktwizard"  # the Secret's volume: its key `api-key` is the file the launchers read
+SECRET_KEY_FILE = f"{SECRET_DIR}/api-key"
+
+
+def secret_name(fleet: FleetPlan) -> str:
+    """The Secret holding the API key: made by the user from their key file (the key is never in a manifest)."""
+    return dns_name(f"{fleet.name}-api-key")
+
+
+def _keyed(fleet: FleetPlan) -> bool:
+    return any(r.plan.goals.api_key_file for r in fleet.replicas)
+
+
+def _secret_volume(fleet: FleetPlan) -> tuple[dict, dict]:
+    volume = {"name": "api-key", "secret": {"secretName": secret_name(fleet), "defaultMode": 0o400}}
+    return volume, {"name": "api-key", "mountPath": SECRET_DIR, "readOnly": True}
+
+
 def _worker_container(plan: Plan, image: str, port: int, mounts: list[dict]) -> dict:
+    from ktwizard.apikey import LAUNCHER
+
+    keyed = plan.goals.api_key_file is not None
     return {
         "name": "sglang",
         "image": image,
-        "command": ["python3", "-m", "sglang.launch_server"],
+        # with a key: the launcher reads it from the Secret's file and adds --api-key=KEY inside the process
+        "command": ["python3", "-c", LAUNCHER, SECRET_KEY_FILE] if keyed else ["python3", "-m", "sglang.launch_server"],
         "args": container_argv(plan, port),
         "env": [{"name": e.name, "value": e.value} for e in plan.env],
         "ports": [{"name": "http", "containerPort": port}],
@@ -135,6 +157,9 @@ def _worker_deployment(
     workload = dns_name(f"{fleet.name}-{rep.machine.ref}" + (f"-numa{rep.node}" if rep.node is not None else ""))
     labels = _labels(fleet, "worker", workload)
     vols, mounts = _volumes(rep.plan, weights_claim)
+    if rep.plan.goals.api_key_file:
+        vol, mount = _secret_volume(fleet)
+        vols, mounts = [*vols, vol], [*mounts, mount]
     port = fleet.router_port  # every pod has its own address: one worker port for the router's discovery
     return {
         "apiVersion": "apps/v1",
@@ -159,10 +184,14 @@ def _worker_deployment(
 
 
 def _router(fleet: FleetPlan, image: str) -> list[dict]:
+    from ktwizard.apikey import ROUTER_LAUNCHER
+
     name = dns_name(f"{fleet.name}-router")
     labels = _labels(fleet, "router")
     selector = {f"{GROUP}/fleet": slug(fleet.name, 63), f"{GROUP}/role": "worker"}
     http, metrics = fleet.router_port, fleet.metrics_port
+    keyed = _keyed(fleet)
+    key_volume, key_mount = _secret_volume(fleet)
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "labels": labels}},
         {
@@ -189,12 +218,17 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
                     "metadata": {"labels": labels},
                     "spec": {
                         "serviceAccountName": name,
+                        **({"volumes": [key_volume]} if keyed else {}),
                         "containers": [
                             {
                                 "name": "router",
                                 "image": image,
-                                "command": ["python3", "-m", ROUTER_MODULE],
+                                # with a key: it reaches the workers as --api-key, added inside the process
+                                "command": ["python3", "-c", ROUTER_LAUNCHER, SECRET_KEY_FILE]
+                                if keyed
+                                else ["python3", "-m", ROUTER_MODULE],
                                 "args": discovery_args(fleet, selector, fleet.router_port),
+                                **({"volumeMounts": [key_mount]} if keyed else {}),
                                 "env": [
                                     {
                                         "name": "POD_NAMESPACE",

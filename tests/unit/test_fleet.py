@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -384,3 +385,33 @@ def test_kubernetes_names_stay_unique_within_63_characters():
     names = [d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"]
     assert len(names) == len(set(names)) == 3  # two workers (one per NUMA node) and the router
     assert all(len(n) <= 63 and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n) for n in names), names
+
+
+def test_an_api_key_reaches_the_pods_through_a_secret_never_the_manifest(tmp_path):
+    """--api-key-file with --format k8s: the workers and the router mount the Secret and their launchers add
+    --api-key=KEY inside the process; the key itself is in no manifest and no argv; the manifests still validate."""
+    key = tmp_path / "key"
+    key.write_text("sk-ktw-k8s-Secret-42\n")
+    key.chmod(0o600)
+    out = run_cli(
+        "fleet", "plan", "--preset", "qwen3-30b-a3b", "--host", RTX, "--context", "32768", "--api-key-file", str(key),
+        "--format", "k8s",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "sk-ktw-k8s-Secret-42" not in out.stdout + out.stderr
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    for d in docs:
+        _validate(d)
+    secret = re.search(r"kubectl create secret generic (\S+) --from-file=api-key=", out.stderr)
+    assert secret, out.stderr
+    deployments = [d for d in docs if d["kind"] == "Deployment"]
+    assert len(deployments) == 2
+    for d in deployments:
+        spec = d["spec"]["template"]["spec"]
+        (c,) = spec["containers"]
+        (vol,) = [v for v in spec["volumes"] if "secret" in v]
+        assert vol["secret"]["secretName"] == secret.group(1)
+        (mount,) = [m for m in c["volumeMounts"] if m["name"] == vol["name"]]
+        assert mount["readOnly"] and c["command"][:2] == ["python3", "-c"]
+        assert c["command"][3] == mount["mountPath"] + "/api-key"
+        assert "--api-key=' + key" in c["command"][2]  # the key joins sys.argv inside the process only
