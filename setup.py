@@ -9,7 +9,7 @@ setup(
     package_dir=DATA,
     package_data={
         "ktwizard.bundled.presets": ["models/*.yaml", "recipes/*.yaml"],
-        "ktwizard.bundled.assets": ["*.json", "hosts/*.yaml", "docker/*", "grafana/*.json"],
+        "ktwizard.bundled.assets": ["*.json", "hosts/*.yaml", "docker/*", "docker/scripts/*.py", "grafana/*.json"],
         "ktwizard.tui": ["*.tcss"],
     },
 )

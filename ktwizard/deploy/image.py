@@ -21,6 +21,8 @@ def write_context(host: HostProfile, out: Path) -> BuildTarget:
     write_atomic(out / "Dockerfile", text)
     write_atomic(out / "versions.yaml", (DOCKER / "versions.yaml").read_text())
     write_atomic(out / "patches" / "rawint4_requires_grad.py", Path(patches.__file__).read_text())
+    for script in sorted((DOCKER / "scripts").glob("*.py")):
+        write_atomic(out / "scripts" / script.name, script.read_text())
     return target
 
 

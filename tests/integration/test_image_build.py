@@ -65,3 +65,33 @@ def test_launch_refuses_an_image_for_a_cpu_this_host_lacks(
         "--detach",
     )
     assert out.returncode == 1 and f"built for CPU class '{better}' but this host runs '{here}'" in out.stderr
+
+
+@pytest.mark.docker
+def test_the_rendered_dockerfile_builds_through_the_engine_up_to_the_network(docker_client, standin_image, tmp_path):
+    """The real rendered Dockerfile through the Docker SDK's (classic) builder, its base swapped for a local image by
+    the BASE_IMAGE build argument: it parses (no heredoc, no syntax directive to pull) and runs every step that needs
+    no network; it stops at the first that does (the git clone), never at a parse error."""
+    from ktwizard.deploy.image import build, write_context
+    from ktwizard.host.spec import load_host
+
+    import shutil
+
+    # the base: the local Python image plus a POSIX shell (Debian's dash, which links only libc), as a real base has
+    base_ctx = tmp_path / "base"
+    base_ctx.mkdir()
+    shutil.copy("/bin/dash", base_ctx / "sh")
+    (base_ctx / "Dockerfile").write_text(f"FROM {standin_image}\nCOPY sh /bin/sh\n")
+    docker_client.images.build(path=str(base_ctx), tag="ktwizard-test/shell-base:1", rm=True)
+    context = tmp_path / "ctx"
+    target = write_context(load_host("rtx-pro-6000-epyc-9355"), context)
+    text = (context / "Dockerfile").read_text()
+    assert "<<" not in text and "# syntax" not in text
+    out = io.StringIO()
+    with pytest.raises(KtwizardError) as failed:
+        build(context, "ktwizard-test/rendered:probe", target, out=out, buildargs={"BASE_IMAGE": "ktwizard-test/shell-base:1"})
+    said = failed.value.message
+    assert "parse error" not in said and "unknown instruction" not in said, said
+    assert "git clone" in said, said  # the first step that needs the network
+    steps = [line for line in out.getvalue().splitlines() if "Step " in line]
+    assert any("COPY scripts/" in s for s in steps) and any("remove_stale_flash_attn.py" in s for s in steps)
