@@ -37,7 +37,9 @@ def cmd_image_build(args: argparse.Namespace) -> int:
         context = Path(tempfile.mkdtemp(prefix="ktwizard-image-"))
         write_context(host, context)
     target = target_for(host)
-    tag = args.tag or f"sglang-kt:local-{target.tag_suffix}"
+    from ktwizard.host.imagetag import local_image
+
+    tag = args.tag or local_image(host)  # the name plans and launches use by default
     build(context, tag, target)
     return 0
 

@@ -40,7 +40,7 @@ def ensure_image(client, image: str, out: TextIO) -> None:
         reason = str(getattr(exc, "explanation", None) or exc).splitlines()[0][:160]
         raise KtwizardError(
             f"image {image} is not on this machine and could not be pulled ({reason}): build it "
-            f"(ktwizard image build, or docker build -t {image} .) or load it (docker load -i FILE)"
+            f"(ktwizard image build --tag {image}, or docker build -t {image} .) or load it (docker load -i FILE)"
         ) from None
 
 

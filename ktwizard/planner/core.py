@@ -6,6 +6,7 @@ from dataclasses import replace
 from math import ceil
 
 from ktwizard.errors import BadInput
+from ktwizard.host.imagetag import local_image
 from ktwizard.host.profile import GPU, HostProfile
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
@@ -197,7 +198,7 @@ def plan(
         fits=fits and not overflows,
         overflows=tuple(overflows),
         notices=tuple(notes),
-        image=goals.image or (recipe.image if recipe else "") or "",
+        image=goals.image or local_image(host),
         model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
         binding=f"GPU {fit.gpu}, {fit.phase}" if fit.phase else "",

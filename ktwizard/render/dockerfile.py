@@ -21,12 +21,15 @@ class BuildTarget:
 
     @property
     def tag_suffix(self) -> str:
-        return f"{self.cpu_class}-sm{'-'.join(a.replace('.', '') for a in self.cuda_archs) or 'none'}"
+        from ktwizard.host.imagetag import tag_suffix
+
+        return tag_suffix(self.cpu_class, self.cuda_archs)
 
 
 def target_for(host: HostProfile) -> BuildTarget:
-    archs = sorted({g.compute_capability for g in host.visible_gpus if g.compute_capability})
-    return BuildTarget(cpu_class=kt_variant(host.cpu.flags) or "none", cuda_archs=tuple(archs))
+    from ktwizard.host.imagetag import cuda_archs
+
+    return BuildTarget(cpu_class=kt_variant(host.cpu.flags) or "none", cuda_archs=cuda_archs(host))
 
 
 def runs_on(image_class: str, host: HostProfile) -> bool:

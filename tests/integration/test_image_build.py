@@ -72,10 +72,10 @@ def test_the_rendered_dockerfile_builds_through_the_engine_up_to_the_network(doc
     """The real rendered Dockerfile through the Docker SDK's (classic) builder, its base swapped for a local image by
     the BASE_IMAGE build argument: it parses (no heredoc, no syntax directive to pull) and runs every step that needs
     no network; it stops at the first that does (the git clone), never at a parse error."""
+    import shutil
+
     from ktwizard.deploy.image import build, write_context
     from ktwizard.host.spec import load_host
-
-    import shutil
 
     # the base: the local Python image plus a POSIX shell (Debian's dash, which links only libc), as a real base has
     base_ctx = tmp_path / "base"
@@ -89,7 +89,13 @@ def test_the_rendered_dockerfile_builds_through_the_engine_up_to_the_network(doc
     assert "<<" not in text and "# syntax" not in text
     out = io.StringIO()
     with pytest.raises(KtwizardError) as failed:
-        build(context, "ktwizard-test/rendered:probe", target, out=out, buildargs={"BASE_IMAGE": "ktwizard-test/shell-base:1"})
+        build(
+            context,
+            "ktwizard-test/rendered:probe",
+            target,
+            out=out,
+            buildargs={"BASE_IMAGE": "ktwizard-test/shell-base:1"},
+        )
     said = failed.value.message
     assert "parse error" not in said and "unknown instruction" not in said, said
     assert "git clone" in said, said  # the first step that needs the network

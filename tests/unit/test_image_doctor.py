@@ -86,3 +86,22 @@ def test_doctor_on_this_machine():
     assert "Docker engine" in checks and any(n.startswith("port ") for n in checks)
     if not probe(with_engine=False).gpus.available:
         assert checks["NVIDIA driver"]["status"] == "fail" and out.returncode == 1
+
+
+def test_the_plan_image_build_and_the_launch_hint_name_one_image():
+    """The plan's default image is the tag `image build` gives this host class by default: kt-kernel's CPU build
+    and the GPUs' CUDA architectures, written out here from the host's facts."""
+    import json
+
+    from conftest import run_cli
+
+    out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", "json")
+    image = json.loads(out.stdout)["image"]
+    # EPYC 9355 (Zen 5: AVX-512 with BF16) and one RTX PRO 6000 Blackwell (compute capability 12.0)
+    assert image == "sglang-kt:local-avx512_bf16-sm120"
+    from ktwizard.host.spec import load_host
+    from ktwizard.render.dockerfile import target_for
+
+    assert f"sglang-kt:local-{target_for(load_host('rtx-pro-6000-epyc-9355')).tag_suffix}" == image
+    helptext = run_cli("image", "build", "--help").stdout
+    assert "sglang-kt:local-" in helptext
