@@ -239,10 +239,8 @@ def write_atomic(path: Path, text: str) -> None:
     path = Path(path)
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except OSError:  # nothing there yet, or a parent that is not a folder: the write below says which
         st = None
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot write there ({exc.strerror})") from None
     if st is not None and stat.S_ISLNK(st.st_mode):
         raise BadInput(
             f"{path}: a symbolic link; give the path of the file itself (ktwizard does not write through links)"
