@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import os
+import re
 import secrets
 import shlex
 import sys
@@ -86,7 +87,9 @@ def make_server(command: str, bind: str, port: int, token: str, max_sessions: in
             # the browser reaches the page at request.host: the socket and the static files are there too
             context["app_websocket_url"] = f"ws://{request.host}/ws/{token}"
             context["config"]["static"]["url"] = f"http://{request.host}/static/"
-            return aiohttp_jinja2.render_template("app_index.html", request, context)
+            page = aiohttp_jinja2.render_template("app_index.html", request, context)
+            page.text = offline_page(page.text or "")
+            return page
 
         async def handle_websocket(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
             if not self.allowed(request):
@@ -106,6 +109,17 @@ def make_server(command: str, bind: str, port: int, token: str, max_sessions: in
                 self.sessions -= 1
 
     return DashboardServer()
+
+
+FONT_LINK = re.compile(r"<link[^>]*fonts\.googleapis\.com[^>]*>", re.S)
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1" />'
+
+
+def offline_page(html: str) -> str:
+    """textual-serve's page with a viewport (a phone gets the terminal's width, not a 980-px page) and without the
+    web font fetched from the internet on every load (it fails offline; the local monospace fonts are used)."""
+    html = FONT_LINK.sub("", html)
+    return html.replace("<head>", f"<head>\n    {VIEWPORT}", 1) if 'name="viewport"' not in html else html
 
 
 PARENT_ENV = "KTWIZARD_WEB_PARENT"  # "PID:START" of the web server, for the tabs' watch (procid.watch_parent)

@@ -286,6 +286,9 @@ def test_web_needs_a_token_off_loopback(served, tmp_path):
         assert httpx.get(f"http://127.0.0.1:{port}/ws", timeout=5).status_code == 403
         page = httpx.get(f"http://127.0.0.1:{port}/?token={token.group(1)}", timeout=5)
         assert page.status_code == 200 and f"/ws/{token.group(1)}" in page.text
+        # served offline: no font from the internet, and a viewport for small screens
+        assert "fonts.googleapis.com" not in page.text and 'name="viewport"' in page.text
+        assert not re.findall(r'(?:src|href)="https?://(?!127\.0\.0\.1)', page.text)
     finally:
         stop(web)
 
@@ -389,3 +392,29 @@ def test_a_killed_web_dashboard_leaves_no_tab_behind(served, tmp_path):
     finally:
         web.kill()
         web.wait(10)
+
+
+def test_the_official_openai_client_reads_the_standin_as_it_reads_sglang(served):
+    """The stand-in speaks the API's shapes, checked by the official `openai` client's own types: streamed chat
+    chunks share one id, /v1/completions answers (and streams) in completion shape with usage."""
+    import openai
+
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{served['port']}/v1", api_key="none", timeout=30)
+    model = client.models.list().data[0].id
+    chunks = list(
+        client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}], max_tokens=5, stream=True
+        )
+    )
+    ids = {c.id for c in chunks}
+    assert len(ids) == 1 and next(iter(ids)) and all(c.object == "chat.completion.chunk" for c in chunks)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices).split() == [f"t{i}" for i in range(5)]
+    done = client.completions.create(model=model, prompt="hello there", max_tokens=3)
+    assert done.object == "text_completion" and done.choices[0].text.split() == ["t0", "t1", "t2"]
+    assert done.usage is not None and done.usage.completion_tokens == 3 and done.usage.prompt_tokens == 2
+    streamed = list(client.completions.create(model=model, prompt="hello", max_tokens=3, stream=True))
+    assert len({c.id for c in streamed}) == 1 and "".join(c.choices[0].text for c in streamed if c.choices).split() == [
+        "t0",
+        "t1",
+        "t2",
+    ]

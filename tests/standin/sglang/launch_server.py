@@ -467,6 +467,10 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             start = time.time()
             engine.request(+1)
             rid = id(self)
+            # as SGLang answers: one id per request on every streamed chunk, chat or completion shape and object
+            cid = f"{'chatcmpl' if chat else 'cmpl'}-{rid:x}{int(start * 1000):x}"
+            head = {"id": cid, "object": "chat.completion.chunk" if chat else "text_completion", "created": int(start),
+                    "model": served}  # fmt: skip
             try:
                 engine.prefill(prompt_tokens, words)
                 engine.prompt.labels(served).inc(prompt_tokens)
@@ -488,17 +492,12 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                     with engine.lock:
                         engine.decoding[rid] = prompt_tokens + i + 1
                     if stream:
-                        delta = {
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "delta": {"content": f"t{i} "} if chat else None,
-                                    "text": f"t{i} ",
-                                    "finish_reason": None,
-                                }
-                            ]
-                        }
-                        self.chunk(delta)
+                        piece = (
+                            {"index": 0, "delta": {"content": f"t{i} "}, "finish_reason": None}
+                            if chat
+                            else {"index": 0, "text": f"t{i} ", "logprobs": None, "finish_reason": None}
+                        )
+                        self.chunk({**head, "choices": [piece]})
                 engine.gen.labels(served).inc(max_tokens)
                 engine.reqs.labels(served).inc()
                 engine.e2e.labels(served).observe(time.time() - start)
@@ -508,21 +507,20 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                     "total_tokens": prompt_tokens + max_tokens,
                 }
                 if stream:
-                    self.chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}], "usage": usage})
+                    end = {"index": 0, "delta": {}, "finish_reason": "length"} if chat else {
+                        "index": 0, "text": "", "logprobs": None, "finish_reason": "length"}  # fmt: skip
+                    self.chunk({**head, "choices": [end], "usage": usage})
                     self.chunk_raw(b"data: [DONE]\n\n")
                     self.wfile.write(b"0\r\n\r\n")
                 else:
-                    msg = {"role": "assistant", "content": " ".join(f"t{i}" for i in range(max_tokens))}
-                    self.reply(
-                        200,
-                        {
-                            "id": "cmpl-standin",
-                            "object": "chat.completion",
-                            "model": served,
-                            "choices": [{"index": 0, "message": msg, "finish_reason": "length"}],
-                            "usage": usage,
-                        },
+                    text = " ".join(f"t{i}" for i in range(max_tokens))
+                    choice = (
+                        {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}
+                        if chat
+                        else {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"}
                     )
+                    body = {**head, "object": "chat.completion" if chat else "text_completion"}
+                    self.reply(200, {**body, "choices": [choice], "usage": usage})
             except (BrokenPipeError, ConnectionResetError):
                 engine.aborted.labels(served).inc()
             finally:
