@@ -267,6 +267,22 @@ def test_web_dashboard_in_chromium(served, browser, tmp_path):
     assert "each browser tab runs its own dashboard process" in web.stderr.read()
 
 
+def start_web(served, tmp_path, *extra: str) -> tuple[subprocess.Popen, int, str]:
+    """`monitor --web` on the stand-in: (the process, its port, the token from the URL it prints)."""
+    port, log = free_port(), tmp_path / f"web-{time.monotonic_ns()}.err"
+    with open(log, "w") as err:
+        web = subprocess.Popen(
+            [sys.executable, "-m", "ktwizard", "monitor", "--url", f"http://127.0.0.1:{served['port']}", "--web",
+             "--web-port", str(port), "--no-gpu", *extra],
+            env={**os.environ, **served["env"]},
+            stderr=err,
+        )  # fmt: skip
+    wait_http(f"http://127.0.0.1:{port}/")
+    token = re.search(r"\?token=([\w-]+)", log.read_text())
+    assert token, log.read_text()
+    return web, port, token.group(1)
+
+
 def test_web_needs_a_token_off_loopback(served, tmp_path):
     port, log = free_port(), tmp_path / "web.err"
     with open(log, "w") as err:
@@ -300,19 +316,8 @@ def test_web_socket_from_another_origin_or_host_is_refused(served, tmp_path):
 
     import aiohttp
 
-    port, log = free_port(), tmp_path / "web.err"
-    with open(log, "w") as err:
-        web = subprocess.Popen(
-            [sys.executable, "-m", "ktwizard", "monitor", "--url", f"http://127.0.0.1:{served['port']}", "--web",
-             "--web-port", str(port), "--no-gpu", "--web-sessions", "2"],
-            env={**os.environ, **served["env"]},
-            stderr=err,
-        )  # fmt: skip
+    web, port, t = start_web(served, tmp_path, "--web-sessions", "2")
     try:
-        wait_http(f"http://127.0.0.1:{port}/")
-        token = re.search(r"\?token=([\w-]+)", log.read_text())
-        assert token, log.read_text()
-        t = token.group(1)
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 403  # loopback needs it too
         assert httpx.get(f"http://127.0.0.1:{port}/?token={t}", timeout=5).status_code == 200
         # a rebound DNS name: the page's own Host is not a loopback name
@@ -350,23 +355,13 @@ def test_a_killed_web_dashboard_leaves_no_tab_behind(served, tmp_path):
 
     from ktwizard.deploy.procid import descendants
 
-    port, log = free_port(), tmp_path / "web.err"
-    with open(log, "w") as err:
-        web = subprocess.Popen(
-            [sys.executable, "-m", "ktwizard", "monitor", "--url", f"http://127.0.0.1:{served['port']}", "--web",
-             "--web-port", str(port), "--no-gpu"],
-            env={**os.environ, **served["env"]},
-            stderr=err,
-        )  # fmt: skip
+    web, port, t = start_web(served, tmp_path)
     try:
-        wait_http(f"http://127.0.0.1:{port}/")
-        token = re.search(r"\?token=([\w-]+)", log.read_text())
-        assert token
 
         async def open_tab_then_kill() -> list[int]:
             async with aiohttp.ClientSession() as s:
                 ws = await s.ws_connect(
-                    f"http://127.0.0.1:{port}/ws/{token.group(1)}?width=80&height=24",
+                    f"http://127.0.0.1:{port}/ws/{t}?width=80&height=24",
                     headers={"Origin": f"http://127.0.0.1:{port}"},
                 )
                 deadline = time.monotonic() + 20

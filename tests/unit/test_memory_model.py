@@ -27,6 +27,32 @@ KIMI = yaml.safe_load(
 FLASHINFER_WORKSPACE = 384 * MiB  # srt/environ.py:333
 
 
+XEON_AMX = {
+    "model": "Intel Xeon Platinum 8480+",
+    "sockets": 2,
+    "cores_per_socket": 56,
+    "threads_per_core": 2,
+    "flags": [
+        "avx2",
+        "avx512f",
+        "avx512bw",
+        "avx512vl",
+        "avx512_vnni",
+        "avx512_bf16",
+        "avx512vbmi",
+        "amx_tile",
+        "amx_int8",
+        "amx_bf16",
+    ],
+}
+ZEN4 = {
+    "model": "AMD Ryzen 9 7950X",
+    "cores_per_socket": 16,
+    "threads_per_core": 2,
+    "flags": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512vbmi"],
+}
+
+
 def margin(total: int) -> int:
     return max(GiB, int(total * 0.03))
 
@@ -293,24 +319,7 @@ def test_qwen3_235b_on_an_h200():
     host = host_from_spec(
         {
             "gpus": [{"name": "NVIDIA H200", "memory_gib": 141, "compute_capability": "9.0"}],
-            "cpu": {
-                "model": "Intel Xeon Platinum 8480+",
-                "sockets": 2,
-                "cores_per_socket": 56,
-                "threads_per_core": 2,
-                "flags": [
-                    "avx2",
-                    "avx512f",
-                    "avx512bw",
-                    "avx512vl",
-                    "avx512_vnni",
-                    "avx512_bf16",
-                    "avx512vbmi",
-                    "amx_tile",
-                    "amx_int8",
-                    "amx_bf16",
-                ],
-            },
+            "cpu": XEON_AMX,
             "numa_nodes": 2,
             "memory_gib": 1024,
         }
@@ -395,32 +404,6 @@ def test_driver_reserve_per_card(name, stated, reserve_mib):
     r = plan(host, p.spec(), Goals(context=8192), p.sglang)
     reserve = r.gpu_budgets[0].item("driver reserve")
     assert abs(reserve - reserve_mib * MiB) < MiB
-
-
-XEON_AMX = {
-    "model": "Intel Xeon Platinum 8480+",
-    "sockets": 2,
-    "cores_per_socket": 56,
-    "threads_per_core": 2,
-    "flags": [
-        "avx2",
-        "avx512f",
-        "avx512bw",
-        "avx512vl",
-        "avx512_vnni",
-        "avx512_bf16",
-        "avx512vbmi",
-        "amx_tile",
-        "amx_int8",
-        "amx_bf16",
-    ],
-}
-ZEN4 = {
-    "model": "AMD Ryzen 9 7950X",
-    "cores_per_socket": 16,
-    "threads_per_core": 2,
-    "flags": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512vbmi"],
-}
 
 
 def check_phases(r, f: dict, tp: int, backend: str, fp8: bool = False, int4_rise: int = 0, tight: bool = True) -> None:
