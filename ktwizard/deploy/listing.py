@@ -71,7 +71,6 @@ def containers(client: Any) -> list[Running]:
 
 
 def natives() -> list[Running]:
-    import os
 
     from ktwizard.deploy.records import EXTRAS, load, state_dir
 
@@ -85,15 +84,15 @@ def natives() -> list[Running]:
         except Exception:  # noqa: BLE001 - an unreadable record is listed by name only
             out.append(Running(path.stem, "?", "corrupt", "record unreadable", "", None, None))
             continue
-        if rec is None or rec.kind != "native" or not rec.pid:
+        if rec is None or rec.kind != "native" or rec.pid is None:
             continue
-        try:
-            os.kill(rec.pid, 0)
-            alive = True
-        except ProcessLookupError:
-            alive = False
-        except PermissionError:
-            alive = True
+        from ktwizard.deploy.procid import start_ticks, valid_pid
+
+        if not valid_pid(rec.pid):  # a record's PID is input: 2**40 is no process (and no OverflowError)
+            out.append(Running(rec.name, "native", "corrupt", "record: not a process id", rec.url, None, None))
+            continue
+        assert rec.pid is not None
+        alive = start_ticks(rec.pid) is not None and (rec.pid_start is None or start_ticks(rec.pid) == rec.pid_start)
         started = path.stat().st_mtime if alive else None
         out.append(
             Running(

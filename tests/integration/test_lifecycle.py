@@ -173,3 +173,13 @@ def test_a_foreign_container_with_bad_labels_breaks_nothing(state_home, docker_c
         assert exp.returncode == 2 and "not a port" in exp.stderr and "Traceback" not in exp.stderr
     finally:
         c.remove(force=True)
+
+
+@pytest.mark.parametrize("pid", [2**40, -5, 0, 1])
+def test_a_record_with_an_impossible_pid_is_listed_and_cleared(state_home, pid):
+    write_record(state_home, "deployments", "ktw-badpid", native_record("ktw-badpid", pid, None))
+    ps = run_cli("ps")
+    assert ps.returncode == 0 and "ktw-badpid" in ps.stdout and "Traceback" not in ps.stderr, ps.stderr
+    out = run_cli("stop", "ktw-badpid")
+    assert out.returncode == 0 and "nothing signalled" in out.stdout + out.stderr, out.stderr
+    assert not (state_home / "ktwizard/deployments/ktw-badpid.json").exists()
