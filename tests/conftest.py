@@ -151,7 +151,5 @@ def no_leftover_containers():
     left = [
         c for c in client.containers.list(all=True, filters={"label": "io.ktwizard.managed=true"}) if c.id not in before
     ]
-    for c in left:
-        with contextlib.suppress(Exception):
-            c.remove(force=True)
+    # reported, not removed: a container another session started meanwhile is not this one's to remove
     assert not left, f"the test run left containers: {', '.join(c.name for c in left)}"
