@@ -44,7 +44,11 @@ def cmd_exporter(args: argparse.Namespace) -> int:
             "read-only metrics, but they name the model and the host)",
             file=sys.stderr,
         )
-    collector = Collector(Monitor(url=url, container=container, gpus=not args.no_gpu), plan, peak)
+    from ktwizard.cli.monitor import native_of
+
+    collector = Collector(
+        Monitor(url=url, container=container, gpus=not args.no_gpu, pid=native_of(args.container)[1]), plan, peak
+    )
     server = serve(collector, args.bind, args.port)
     print(f"exporting on http://{args.bind}:{args.port}/metrics (Ctrl-C stops)", file=sys.stderr, flush=True)
     stop = threading.Event()

@@ -9,6 +9,23 @@ import time
 from ktwizard.errors import BadInput
 
 
+def native_of(name: str | None) -> tuple[str | None, int | None]:
+    """(log file, process group) of a native deployment of that name, else (None, None)."""
+    from ktwizard.deploy import records
+    from ktwizard.deploy.procid import start_ticks, valid_pid
+
+    try:
+        rec = records.load(name) if name else None
+    except BadInput:
+        return None, None
+    if rec is None or rec.kind != "native":
+        return None, None
+    alive = valid_pid(rec.pid) and start_ticks(rec.pid or 0) is not None
+    return rec.log_path, rec.pid if alive and (
+        rec.pid_start is None or start_ticks(rec.pid or 0) == rec.pid_start
+    ) else None
+
+
 def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """(url, container) from --url / --container / the deployment records."""
     from ktwizard.deploy import records
@@ -103,7 +120,8 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
         target = ["--fleet", args.fleet]
     else:
         url, container = resolve_target(args)
-        target = (["--url", url] if url else []) + (["--container", container] if container else [])
+        named = container or (args.container if native_of(args.container)[0] else None)  # a native one by name
+        target = (["--url", url] if url else []) + (["--container", named] if named else [])
     target += ["--interval", str(args.interval)] + (["--no-gpu"] if args.no_gpu else [])
     check_port(args.bind, args.web_port)
     token = new_token()  # on every bind: any page the user visits can reach 127.0.0.1
@@ -162,7 +180,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         from ktwizard.monitor.session import Monitor
         from ktwizard.serial import dump_json
 
-        mon = Monitor(url=url, container=container, gpus=not args.no_gpu)
+        mon = Monitor(url=url, container=container, gpus=not args.no_gpu, pid=native_of(args.container)[1])
         mon.sample()
         time.sleep(args.interval)  # a second scrape turns counters into rates
         sample = mon.sample()
@@ -198,6 +216,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         gpus=not args.no_gpu,
         record=args.record,
         deployment=args.container,
+        native=native_of(args.container),
     )
     app.run()
     return app.return_code or 0  # a crash inside the app is not a success

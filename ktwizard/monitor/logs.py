@@ -18,8 +18,11 @@ MAX_LINE = 8192  # a longer line is cut: a hostile or broken server cannot grow 
 
 
 class LogFollower:
-    def __init__(self, container: str, on_line: Callable[[str], None] | None = None) -> None:
+    """A container's log through the engine, or (`path`) a native server's log file, followed as it grows."""
+
+    def __init__(self, container: str, on_line: Callable[[str], None] | None = None, path: str | None = None) -> None:
         self.container = container
+        self.path = path
         self.on_line = on_line
         self.lines: deque[str] = deque(maxlen=KEEP)
         self.batches: dict[str, tuple[float, BatchLine]] = {}  # kind -> (when seen, line)
@@ -47,6 +50,8 @@ class LogFollower:
         return seen[1] if seen and time.monotonic() - seen[0] <= within_s else None
 
     def _run(self) -> None:
+        if self.path:
+            return self._run_file(self.path)
         from ktwizard.deploy.engine import connect, find_managed
         from ktwizard.errors import KtwizardError
 
@@ -67,8 +72,32 @@ class LogFollower:
                     self.feed(line.decode("utf-8", "replace"))
         except Exception:  # noqa: BLE001 - the stream closes when the follower is closed or the container goes
             return
+        return None
+
+    def _run_file(self, path: str) -> None:
+        """The last 200 lines, then what is appended (deploy.logread: a regular file, blocks, no escapes)."""
+        from ktwizard.deploy import logread
+        from ktwizard.errors import KtwizardError
+
+        try:
+            fh = logread.open_log(path)
+        except KtwizardError as exc:
+            self.error = exc.message
+            self.feed(f"no log: {exc.message}")
+            return
+        with fh:
+            for line in logread.tail(fh, 200).splitlines():
+                self.feed(line)
+            for text in logread.blocks(fh, follow=True):
+                if self.closed:
+                    return
+                for line in text.splitlines():
+                    self.feed(line)
+
+    closed = False
 
     def close(self) -> None:
+        self.closed = True
         if self._stream is not None:
             with contextlib.suppress(Exception):  # already closed
                 self._stream.close()

@@ -25,6 +25,7 @@ class Monitor:
         root: str = "/",
         gpus: bool = True,
         log: LogFollower | None = None,
+        pid: int | None = None,
     ) -> None:
         from ktwizard.monitor.samplers import ContainerSampler, GpuSampler, HostSampler, Sampler, ServerSampler
 
@@ -34,6 +35,10 @@ class Monitor:
             box = ContainerSampler(container)
             self.samplers["container"] = box
             pids = lambda: box.pids  # noqa: E731 - the GPU pane marks the server's processes
+        if pid is not None:  # a native server: its process group leader and everything below it
+            from ktwizard.deploy.procid import descendants
+
+            pids = lambda: {pid, *descendants(pid)}  # noqa: E731
         if gpus:
             self.samplers["gpu"] = GpuSampler(pids)
         if url:

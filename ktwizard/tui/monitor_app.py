@@ -55,8 +55,10 @@ class MonitorScreen(Screen):
         predicted: dict[int, int] | None = None,
         record: str | None = None,
         deployment: str | None = None,
+        native: tuple[str | None, int | None] = (None, None),
     ) -> None:
         super().__init__(name="monitor")
+        self.native_log, self.native_pid = native  # a native server's log file and process group
         self.url, self.container, self.interval, self.want_gpus = url, container, interval, gpus
         self.source = source
         self.predicted = predicted
@@ -88,7 +90,7 @@ class MonitorScreen(Screen):
         self.query_one(ThroughputPane).border_title = "3 Throughput · the server"
         self.query_one(LogPane).border_title = "4 Log"
         self.polled = self.visible_panes()
-        if self.container:
+        if self.container or self.native_log:
             self.follow_log()  # before the sampling loop: its Monitor reads the log when /metrics is off
         self.sample_loop()
 
@@ -108,7 +110,9 @@ class MonitorScreen(Screen):
         if self.source is None:
             from ktwizard.monitor.session import Monitor
 
-            self.source = Monitor(url=self.url, container=self.container, gpus=self.want_gpus, log=self.log_follower)
+            self.source = Monitor(
+                url=self.url, container=self.container, gpus=self.want_gpus, log=self.log_follower, pid=self.native_pid
+            )
         if self.record_to:
             from ktwizard.monitor.recording import Recorder
 
@@ -133,7 +137,9 @@ class MonitorScreen(Screen):
 
         pane = self.query_one(LogPane)
         self.log_follower = LogFollower(
-            self.container or "", on_line=lambda line: self.app.call_from_thread(pane.add, line)
+            self.container or "",
+            on_line=lambda line: self.app.call_from_thread(pane.add, line),
+            path=None if self.container else self.native_log,
         )
         self.log_follower.start()
 

@@ -413,3 +413,44 @@ def test_the_official_openai_client_reads_the_standin_as_it_reads_sglang(served)
         "t1",
         "t2",
     ]
+
+
+def test_a_native_server_is_monitored_whole(served, tmp_path):
+    """A native launch has no container: its GPU memory is matched by its process tree (the stand-in reports its own
+    PID in NVML, as the real server's process does) and its log pane follows its log file."""
+    import asyncio
+
+    out = subprocess.run(
+        [sys.executable, "-m", "ktwizard", "monitor", "--container", served["name"], "--once", "--json",
+         "--interval", "0.2"],
+        env={**os.environ, **served["env"]}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    sample = json.loads(out.stdout)
+    procs = sample["gpus"][0]["processes"]
+    assert procs and all(p["server"] for p in procs), procs
+    _, fams = scrape_exporter(served)
+    server = {s.labels["gpu"]: s.value for s in fams["ktwizard_gpu_memory_server_bytes"]}
+    assert server["0"] > 0
+    from ktwizard.cli.monitor import native_of
+    from ktwizard.tui.monitor_app import LogPane, MonitorApp
+
+    os.environ.update({k: v for k, v in served["env"].items() if k == "XDG_STATE_HOME"})
+    native = native_of(served["name"])
+    assert native[0] and native[1]
+
+    async def go() -> str:
+        app = MonitorApp(url=f"http://127.0.0.1:{served['port']}", interval=0.3, gpus=False, native=native)
+        async with app.run_test(size=(120, 40)) as pilot:
+            deadline = time.monotonic() + 10
+            text = ""
+            while time.monotonic() < deadline and "layerwise prefill" not in text:
+                await pilot.pause(0.2)
+                text = "\n".join(app.screen.query_one(LogPane).kept)
+            await pilot.press("q")
+            return text
+
+    pane = asyncio.run(go())
+    logged = set(Path(native[0]).read_text().splitlines())
+    shown = [line for line in pane.splitlines() if line]
+    assert shown and all(line in logged for line in shown) and "no log" not in pane  # the file's own lines
