@@ -93,25 +93,29 @@ def router_image(docker_client) -> str:
 # --- nothing a test starts outlives it ------------------------------------------------------------------------------
 # What ktwizard starts on this machine: servers (the stand-in's launch_server), routers, dashboards (monitor, the
 # per-tab processes of monitor --web), exporters. A test that leaves one behind fails, and what it left is ended.
-LEFTOVER_MARKS = (
-    b"sglang.launch_server",
-    b"sglang_router",
-    b"-m\x00ktwizard\x00monitor",
-    b"-m\x00ktwizard\x00exporter",
-)
+LEFTOVER_MARKS = (b"sglang.launch_server", b"sglang_router", b"-m ktwizard monitor", b"-m ktwizard exporter")
+# Every process this session starts inherits this mark (detached servers and textual-serve's `sh -c` wrappers too);
+# another session's processes lack it and are neither counted nor ended.
+SESSION_MARK = f"KTWIZARD_TEST_SESSION={os.getpid()}".encode()
+os.environ["KTWIZARD_TEST_SESSION"] = str(os.getpid())
 
 
 def _ours() -> dict[int, bytes]:
+    """This session's processes of the kinds above, by command line (argv joined by spaces, so `sh -c "python3 -m
+    ktwizard monitor ..."` matches as well as the program itself)."""
     found = {}
     for p in os.listdir("/proc"):
         if not p.isdigit() or int(p) == os.getpid():
             continue
         try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes()
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\x00", b" ")
+            if not any(m in cmd for m in LEFTOVER_MARKS):
+                continue
+            if SESSION_MARK not in Path(f"/proc/{p}/environ").read_bytes().split(b"\x00"):
+                continue
         except OSError:
             continue
-        if any(m in cmd for m in LEFTOVER_MARKS):
-            found[int(p)] = cmd
+        found[int(p)] = cmd
     return found
 
 
@@ -131,8 +135,7 @@ def no_leftover_processes(request):
         with contextlib.suppress(OSError):
             os.kill(p, signal.SIGKILL)
     if left:
-        nul = b"\x00"
-        shown = "; ".join(f"{p}: {c.replace(nul, b' ').decode(errors='replace')[:100]}" for p, c in left.items())
+        shown = "; ".join(f"{p}: {c.decode(errors='replace')[:100]}" for p, c in left.items())
         pytest.fail(f"{request.node.nodeid} left processes running: {shown}")
 
 
