@@ -191,8 +191,9 @@ def read_input(path: Path | str, cap: int = MAX_FILE, what: str = "file") -> byt
     return raw
 
 
-def open_regular(path: Path | str, cap: int, what: str) -> typing.BinaryIO:
-    """`path` opened for reading if it is a regular file of at most `cap` bytes (BadInput naming it otherwise)."""
+def open_regular(path: Path | str, cap: int | None, what: str) -> typing.BinaryIO:
+    """`path` opened for reading if it is a regular file (of at most `cap` bytes, when there is a cap); BadInput naming
+    it otherwise. Opened non-blocking and checked before any read: a FIFO or a device never blocks."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
@@ -207,8 +208,8 @@ def open_regular(path: Path | str, cap: int, what: str) -> typing.BinaryIO:
         if stat.S_ISDIR(st.st_mode)
         else f"not a regular file (a pipe or a device); give the {what} itself"
         if not stat.S_ISREG(st.st_mode)
-        else f"{st.st_size} bytes, larger than the {cap // 2**20} MiB a {what} can be"
-        if st.st_size > cap
+        else f"{st.st_size} bytes, larger than the {(cap or 0) // 2**20} MiB a {what} can be"
+        if cap is not None and st.st_size > cap
         else ""
     )
     if why:

@@ -29,6 +29,29 @@ def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subproc
     )
 
 
+def run_capped(
+    *args: str, env: dict[str, str], timeout: float, memory: int = 1 << 30
+) -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m ktwizard` under an address-space cap (`env` is the whole environment): (result, seconds taken)."""
+    import resource
+    import time
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    start = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "ktwizard", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout + 30,
+        env=env,
+        preexec_fn=limit,
+        stdin=subprocess.DEVNULL,
+    )
+    return out, time.monotonic() - start
+
+
 def free_port() -> int:
     import socket
 

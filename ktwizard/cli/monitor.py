@@ -12,7 +12,7 @@ from ktwizard.errors import BadInput
 def native_of(name: str | None) -> tuple[str | None, int | None]:
     """(log file, process group) of a native deployment of that name, else (None, None)."""
     from ktwizard.deploy import records
-    from ktwizard.deploy.procid import start_ticks, valid_pid
+    from ktwizard.deploy.procid import running_as_recorded
 
     try:
         rec = records.load(name) if name else None
@@ -20,10 +20,7 @@ def native_of(name: str | None) -> tuple[str | None, int | None]:
         return None, None
     if rec is None or rec.kind != "native":
         return None, None
-    alive = valid_pid(rec.pid) and start_ticks(rec.pid or 0) is not None
-    return rec.log_path, rec.pid if alive and (
-        rec.pid_start is None or start_ticks(rec.pid or 0) == rec.pid_start
-    ) else None
+    return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start) else None
 
 
 def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
@@ -69,6 +66,7 @@ def _fleet_record(name: str):
 
 def cmd_monitor_fleet(args: argparse.Namespace) -> int:
     from ktwizard.monitor.fleet import FleetMonitor, fleet_text
+    from ktwizard.textsafe import printable
 
     rec = _fleet_record(args.fleet)
     if args.once:
@@ -78,7 +76,7 @@ def cmd_monitor_fleet(args: argparse.Namespace) -> int:
         mon.sample()
         time.sleep(args.interval)
         sample = mon.sample()
-        sys.stdout.write(dump_json(sample) if args.json else _safe(fleet_text(sample)))
+        sys.stdout.write(dump_json(sample) if args.json else printable(fleet_text(sample)))
         if sample.degraded:
             print(
                 f"ktwizard: error: fleet {rec.name} is degraded: "
@@ -291,9 +289,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --web: most browser tabs at once, each its own process (default 4)",
     )
     mo.set_defaults(func=cmd_monitor)
-
-
-def _safe(text: str) -> str:
-    from ktwizard.textsafe import printable
-
-    return printable(text)

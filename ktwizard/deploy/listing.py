@@ -86,13 +86,12 @@ def natives() -> list[Running]:
             continue
         if rec is None or rec.kind != "native" or rec.pid is None:
             continue
-        from ktwizard.deploy.procid import start_ticks, valid_pid
+        from ktwizard.deploy.procid import running_as_recorded, valid_pid
 
         if not valid_pid(rec.pid):  # a record's PID is input: 2**40 is no process (and no OverflowError)
             out.append(Running(rec.name, "native", "corrupt", "record: not a process id", rec.url, None, None))
             continue
-        assert rec.pid is not None
-        alive = start_ticks(rec.pid) is not None and (rec.pid_start is None or start_ticks(rec.pid) == rec.pid_start)
+        alive = running_as_recorded(rec.pid, rec.pid_start)
         started = path.stat().st_mtime if alive else None
         out.append(
             Running(

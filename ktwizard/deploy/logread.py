@@ -4,12 +4,10 @@ printed without holding it), --tail read from the end, --follow polled, control 
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from ktwizard.errors import BadInput
 from ktwizard.textsafe import printable
 
 BLOCK = 1 << 20
@@ -19,15 +17,9 @@ LINE_CAP = 64 << 10  # a longer line is cut
 
 def open_log(path: str) -> BinaryIO:
     """The log opened for reading; BadInput when it is not a regular file (a FIFO or /dev/zero named by a record)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read the server's log ({exc.strerror})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise BadInput(f"{path}: the server's log is not a regular file")
-    os.set_blocking(fd, True)
-    return os.fdopen(fd, "rb")
+    from ktwizard.serial import open_regular
+
+    return open_regular(path, None, "server log")
 
 
 def _clean(block: bytes) -> str:

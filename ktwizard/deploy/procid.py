@@ -42,6 +42,14 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def running_as_recorded(pid: int | None, start: int | None) -> bool:
+    """The recorded process is alive and is still the one recorded (same start time, when the record has one)."""
+    if pid is None or not valid_pid(pid):
+        return False
+    now = start_ticks(pid)
+    return now is not None and (start is None or now == start)
+
+
 def _pgid(pid: int) -> int | None:
     fields = _stat(pid)
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,20 +44,10 @@ def _count(value: object) -> bool:
 
 
 def read_header(path: Path) -> Header:
-    import os
-    import stat
+    from ktwizard.serial import open_regular
 
-    try:  # non-blocking and checked first: a FIFO or a device named as a shard never blocks
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read it ({exc.strerror})") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise BadInput(f"{path}: not a regular file; a safetensors shard is one")
-    os.set_blocking(fd, True)
-    size = st.st_size
-    with os.fdopen(fd, "rb") as fh:
+    with open_regular(path, None, "safetensors shard") as fh:  # a FIFO or a device named as a shard never blocks
+        size = os.fstat(fh.fileno()).st_size
         head = fh.read(8)
         if len(head) < 8:
             raise BadInput(f"{path}: truncated safetensors file ({size} bytes, no header length)")

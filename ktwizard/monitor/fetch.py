@@ -23,7 +23,9 @@ class Getter:
     """GETs against one base URL; the connection is reopened once when the server closed it."""
 
     def __init__(self, base: str, timeout: float = 2.0) -> None:
-        self.base = base
+        from ktwizard.urlauth import headers_for
+
+        self.basic = headers_for(base)  # the URL's credentials, once (they were split off when it was parsed)
         parts = urlsplit(base)
         self.https = parts.scheme == "https"
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or (443 if self.https else 80)
@@ -33,9 +35,7 @@ class Getter:
         self.conn: http.client.HTTPConnection | None = None
 
     def auth(self, headers: dict[str, str] | None) -> dict[str, str]:
-        from ktwizard.urlauth import headers_for
-
-        return headers_for(self.base, headers)
+        return {**self.basic, **(headers or {})} if self.basic else headers or {}
 
     def _connect(self) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection

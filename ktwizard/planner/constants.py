@@ -36,7 +36,7 @@ FLASHINFER_INT_WORKSPACE = 8 * MiB
 # Kimi INT4 + MLA layer's allocation order survives, replayed 60 layers x 2 on an H200 (benchmarks/allocator_replay.py,
 # benchmarks/results/allocator-replay-h200.md; runtime-memory-audit-2 §4 found the same order of magnitude) ---
 ALLOC_OVERHEAD_EXPANDABLE = 256 * MiB  # expandable segments: survived at +0.19 GiB (chunked), +0.12 (one shot)
-ALLOC_OVERHEAD_DEFAULT = 6 * GiB  # default allocator: +5.0 GiB (chunked), +6.0 (one shot); never rendered
+# (the default allocator needed +5.0 GiB chunked and +6.0 GiB one shot: never rendered, so not a ledger item)
 
 # --- estimates (conservative; every plan says they are estimates) ---
 # Layer-wise placement (planner/layers.py, KTransformers' rules): prefill activations per token of a chunk, ~12 live

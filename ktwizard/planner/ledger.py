@@ -130,8 +130,9 @@ def layerwise_layer(spec: ModelSpec, method: str, tp: int) -> list[BudgetItem]:
     layer = ceil(spec.layer_routed_bytes / tp)
     what = f"one full MoE layer ({spec.routed_experts} experts, {spec.expert_format.describe()}) = {layer} B"
     src = "srt/layers/moe/kt_ep_wrapper.py:5737-5814, :556, :6288"
-    if method in C.INT4_MARLIN_METHODS and spec.expert_format.kind == "int4_group":
-        index = ceil(Int4Layer.of(spec).index / tp)
+    int4 = Int4Layer.layerwise(spec, method)
+    if int4 is not None:
+        index = ceil(int4.index / tp)
         return [
             BudgetItem(
                 "layerwise layer (kept)",

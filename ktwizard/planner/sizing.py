@@ -77,8 +77,7 @@ class Sizing:
             spec.per_request_state_bytes(self.tp) * goals.concurrency if spec.attention.kind == "hybrid_linear" else 0
         )
         self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp)
-        int4 = layerwise and method in C.INT4_MARLIN_METHODS and spec.expert_format.kind == "int4_group"
-        self.int4 = steps.Int4Layer.of(spec) if int4 else None
+        self.int4 = steps.Int4Layer.layerwise(spec, method) if layerwise else None
         self._fit: Fit | None = None
         self._budgets: dict[tuple[object, ...], GpuBudget] = {}
         self._after: list[BudgetItem] | None = None

@@ -150,6 +150,11 @@ class Int4Layer:
             index=E * 2 * (H + I) * 4,  # compressed_tensors_wNa16_moe create_weights: g_idx + sort indices, int32
         )
 
+    @classmethod
+    def layerwise(cls, spec: ModelSpec, method: str) -> Int4Layer | None:
+        """The layer a layerwise INT4 Marlin method pins and restores; None for every other method and format."""
+        return cls.of(spec) if method in C.INT4_MARLIN_METHODS and spec.expert_format.kind == "int4_group" else None
+
     def restore_rise(self, tp: int) -> int:
         """kt_ep_wrapper.py:2685-2693: the scales are freed, then a fresh packed w13 arrives while the old lives."""
         return ceil((self.packed_w13 - self.scales) / tp)

@@ -10,7 +10,6 @@ import base64
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import free_port
+from conftest import free_port, run_capped
 
 MEMORY_CAP = 1 << 30
 METRICS = (
@@ -133,20 +132,7 @@ def hostile():
 
 def capped(*args: str, timeout: float) -> tuple[subprocess.CompletedProcess, float]:
     """The CLI under a 1 GiB address-space cap; (result, seconds it took)."""
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
-
-    start = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "ktwizard", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout + 30,
-        preexec_fn=limit,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    return out, time.monotonic() - start
+    return run_capped(*args, env={**os.environ, "NO_COLOR": "1"}, timeout=timeout, memory=MEMORY_CAP)
 
 
 def one_error_line(out: subprocess.CompletedProcess) -> str:

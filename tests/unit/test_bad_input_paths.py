@@ -10,16 +10,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import stat
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import HOSTS
+from conftest import HOSTS, run_capped
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -326,26 +324,12 @@ CASES: list[tuple[list[str], int, dict[str, str] | None]] = [
 ]
 
 
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
-
-
 def run(area: Path, argv: list[str], env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float]:
     argv = [a.replace("{t}", str(area)) for a in argv]
     full = {**os.environ, "XDG_STATE_HOME": str(area / "state"), "XDG_CONFIG_HOME": str(area / "config")}
     full.pop("KTWIZARD_NVML_ROOT", None)
     full.update({k: v.replace("{t}", str(area)) for k, v in (env or {}).items()})
-    start = time.monotonic()
-    out = subprocess.run(
-        [sys.executable, "-m", "ktwizard", *argv],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE_S + 30,
-        env=full,
-        preexec_fn=_limits,
-        stdin=subprocess.DEVNULL,
-    )
-    return out, time.monotonic() - start
+    return run_capped(*argv, env=full, timeout=DEADLINE_S, memory=MEMORY_CAP)
 
 
 @pytest.mark.parametrize(

@@ -265,23 +265,7 @@ def test_deepseek_v3_tp4_per_rank_items():
             "gpus": [
                 {"name": "NVIDIA RTX 6000 Ada Generation", "memory_gib": 48, "compute_capability": "8.9", "count": 4}
             ],
-            "cpu": {
-                "model": "Intel Xeon w9-3495X",
-                "cores_per_socket": 56,
-                "threads_per_core": 2,
-                "flags": [
-                    "avx2",
-                    "avx512f",
-                    "avx512bw",
-                    "avx512vl",
-                    "avx512_vnni",
-                    "avx512_bf16",
-                    "avx512vbmi",
-                    "amx_tile",
-                    "amx_int8",
-                    "amx_bf16",
-                ],
-            },
+            "cpu": {**XEON_AMX, "model": "Intel Xeon w9-3495X", "sockets": 1},  # one socket, the same ISA
             "memory_gib": 1024,
         }
     )
