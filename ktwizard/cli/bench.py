@@ -16,6 +16,36 @@ def _model(url: str, headers: dict[str, str]) -> str:
     return served_model(url, headers)
 
 
+def _where(args: argparse.Namespace) -> tuple[str, str | None, str | None]:
+    """(URL, the deployment's name or None, its API key file) from NAME|URL or --url."""
+    from ktwizard.cli.chat import target_of
+
+    if args.target and args.url:
+        raise BadInput("give the server once: NAME|URL or --url, not both")
+    if not args.target and not args.url:
+        raise BadInput("name the server: ktwizard bench NAME (ktwizard ps lists them) or ktwizard bench URL")
+    if args.url:
+        return args.url.rstrip("/"), None, None
+    url, key = target_of(args.target)
+    return url, None if "://" in args.target else args.target, key
+
+
+def _calibrate(name: str, report) -> None:
+    """Keep measured / forecast for this deployment's host and model: later plans for them are corrected by it."""
+    from ktwizard.bench.calibration_store import calibrate
+    from ktwizard.deploy import records
+
+    kept = records.load_extra(name, "plan")
+    if not isinstance(kept, dict):
+        return
+    cal = calibrate(kept, [(row.context, row.concurrency, row.rate) for row in report.decode])
+    if cal is not None:
+        print(
+            f"ktwizard: {cal.line}; later plans for this host and {cal.model} are corrected by it",
+            file=sys.stderr,
+        )
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -23,7 +53,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ktwizard.bench.runner import Sweep, run
     from ktwizard.serial import dump_json
 
-    url = args.url.rstrip("/")
+    url, name, kept_key = _where(args)
     published = {}
     if args.compare:
         from ktwizard.models.presets import all_recipes, recipe_for
@@ -48,7 +78,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     from ktwizard.apikey import auth_headers
 
-    headers = auth_headers(args.api_key_file)
+    headers = auth_headers(args.api_key_file or kept_key)
     model = args.model or _model(url, headers)  # after the arguments are known to be good
     import httpx
 
@@ -71,6 +101,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise KtwizardError(f"the server stopped answering during the benchmark ({why})") from None
     render = {"md": markdown, "json": dump_json, "csv": csv_text}[args.format]
     sys.stdout.write(render(report))
+    if name and report.decode:
+        _calibrate(name, report)
     if not report.complete:  # partial results are printed, and the exit code says so
         print(
             f"ktwizard: partial results: {'interrupted' if interrupted else '--max-seconds reached'}", file=sys.stderr
@@ -83,7 +115,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ktwizard.cli.options import count, seconds, url
 
     be = sub.add_parser("bench", help="measure prefill (TTFT) and aggregate decode like the recipe's tables")
-    be.add_argument("--url", required=True, type=url(), help="the server's base URL")
+    be.add_argument(
+        "target", nargs="?", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL"
+    )
+    be.add_argument("--url", type=url(), help="the server's base URL (as NAME|URL)")
     be.add_argument("--model", help="model id (default: the server's first)")
     be.add_argument("--api-key-file", metavar="FILE", help="the server's API key (default: $KTWIZARD_API_KEY, if set)")
     be.add_argument("--contexts", default="8k,16k,32k,64k,128k", help="prefill prompt sizes (empty to skip)")

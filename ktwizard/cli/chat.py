@@ -8,7 +8,7 @@ import sys
 from ktwizard.errors import BadInput, KtwizardError
 
 
-def _target(ref: str) -> tuple[str, str | None]:
+def target_of(ref: str) -> tuple[str, str | None]:
     """(URL, the API key file its launch used) for a deployment name, or (URL, None) for a URL."""
     from ktwizard.inputs import parse_url
 
@@ -36,7 +36,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from ktwizard.urlauth import headers_for
 
     end = time.monotonic() + args.max_seconds  # --max-seconds covers the whole command, the model list too
-    url, kept_key = _target(args.target)
+    url, kept_key = target_of(args.target)
     headers = headers_for(url, auth_headers(args.api_key_file or kept_key))
     model = args.model or served_model(url, headers, deadline_s=min(10.0, args.max_seconds))
     left = max(0.1, end - time.monotonic())

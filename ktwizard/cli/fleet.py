@@ -78,8 +78,10 @@ def make_fleet(args: argparse.Namespace):
         host = loaded[ref]
         hosts.append((ref or host.hostname or "this-machine", host))
 
+    from ktwizard.bench.calibration_store import stored
+
     def plan_for(host, g):
-        return plan(host, model.spec, g, model.hints, model.recipe)
+        return plan(host, model.spec, g, model.hints, model.recipe, calibration=stored(host, model.spec.id))
 
     return fleet_plan(
         hosts,

@@ -163,4 +163,9 @@ def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:
         model = resolve_model(args.preset, args.model)
     host = profile.host if profile is not None and not args.host else resolve_host(args.host, args.weights)
     goals = goals_from_args(args, profile.goals if profile is not None else None)
-    return plan(host, model.spec, replace(goals, gpus=None) if all_gpus else goals, model.hints, model.recipe)
+    from ktwizard.bench.calibration_store import stored
+
+    cal = stored(host, model.spec.id)
+    return plan(
+        host, model.spec, replace(goals, gpus=None) if all_gpus else goals, model.hints, model.recipe, calibration=cal
+    )

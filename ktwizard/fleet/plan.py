@@ -7,6 +7,7 @@ node from the plans' own numbers (does each node's plan fit; what decode the for
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from ktwizard.planner.types import Goals, ModelRef, Plan
 
 FLEET_SCHEMA = 1
 
+TP_DOUBLING = 1.2
 # A per-NUMA split must beat one replica for the whole machine by this much in summed decode: the forecast of a
 # machine-wide replica already assumes its pools read every node's memory at full speed, so a tie keeps one copy
 # of the CPU experts instead of one per node.
@@ -182,16 +184,19 @@ PlanFn = Callable[[HostProfile, Goals], Plan]  # the single-machine planner, as 
 
 
 def _decode(p: Plan) -> float:
-    return p.forecast.estimate_tok_s if p.forecast else 0.0
+    """One stream's decode at the plan's context: what a user of one replica sees."""
+    return p.forecast.decode_at(p.forecast.context_tokens, 1).tok_s_per_stream if p.forecast else 0.0
 
 
 def _throughput(host: HostProfile, spec: ModelSpec, p: Plan, streams: int) -> float:
-    """Summed decode tok/s of `streams` concurrent requests on this replica (the memory-bandwidth forecast)."""
-    from ktwizard.planner.forecast import forecast
+    """Summed decode tok/s of `streams` concurrent requests on this replica at the plan's context (the forecast's
+    step model, planner/forecast.py: CPU bandwidth and compute saturate as streams grow)."""
+    from ktwizard.planner.forecast import decode_point
+    from ktwizard.planner.forecast_plan import setup_from_plan
 
-    gpus = {g.index: g for g in host.gpus.devices}
-    name = gpus[p.gpus[0]].name if p.gpus and p.gpus[0] in gpus else ""
-    return forecast(host, spec, p.method, p.gpu_experts, p.tp, name, 0, streams).estimate_tok_s
+    ctx = p.forecast.context_tokens if p.forecast else 0
+    factor = p.forecast.factor if p.forecast else 1.0
+    return decode_point(setup_from_plan(host, spec, p), ctx, streams, factor).tok_s_total
 
 
 def choose_replicas(
@@ -321,7 +326,8 @@ def gpu_only(
     host: HostProfile, ref: str, machines: int, spec: ModelSpec, goals: Goals, make: PlanFn
 ) -> MultiNode | None:
     """The fewest nodes of this class whose GPUs hold the whole model and its KV (SGLang's multi-node TP)."""
-    from ktwizard.planner.forecast import forecast
+    from ktwizard.planner.forecast import decode_point
+    from ktwizard.planner.forecast_plan import setup_from_plan
 
     gpus = list(host.visible_gpus)
     if not gpus:
@@ -339,17 +345,21 @@ def gpu_only(
             continue
         if not all(b.fits for b in p.gpu_budgets):
             continue
-        f = forecast(virtual, spec, p.method, spec.routed_experts, p.tp, gpus[0].name, 0, 1)
+        one_node = decode_point(setup_from_plan(virtual, spec, replace(p, gpus=p.gpus[: len(gpus)])), 0, 1)
+        # Never more optimistic than measured tensor-parallel scaling: the best published doubling of TP gained
+        # x1.20 for decode (MiniMax-M2.1 tutorial, 1 -> 2 GPUs); a node's GPUs are forecast as if they held it all.
+        per_stream = one_node.tok_s_per_stream * TP_DOUBLING ** math.log2(nodes)
         kt_tok = _decode(kt)
         enough = machines >= nodes
         verdict = (
             f"the whole model fits on the GPUs of {nodes} {ref} nodes ({nodes * len(gpus)} GPUs, tensor parallel): "
-            f"{f.estimate_tok_s:.1f} tok/s per stream forecast (inter-node all-reduce not modelled) against "
+            f"{per_stream:.1f} tok/s per stream forecast (one node's GPUs x{TP_DOUBLING} per doubling of nodes, the "
+            "best published TP scaling; inter-node all-reduce latency and RDMA not modelled) against "
             f"{kt_tok:.1f} for one KT replica. It beats KT replicas when one stream's speed matters and the nodes "
             f"have RDMA (200 Gb/s or more); {nodes} KT replicas serve {nodes}x the streams on the same machines"
             + ("" if enough else f". You gave {machines} {ref} machine(s): it needs {nodes}")
         )
-        return MultiNode(ref, nodes, len(gpus), p, f.estimate_tok_s, kt_tok, verdict)
+        return MultiNode(ref, nodes, len(gpus), p, per_stream, kt_tok, verdict)
     return None
 
 

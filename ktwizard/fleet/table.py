@@ -24,7 +24,7 @@ def fleet_table(fleet: FleetPlan) -> str:
     ]
     for r in fleet.replicas:
         p = r.plan
-        decode = f"{p.forecast.estimate_tok_s:.1f}" if p.forecast else "-"
+        decode = f"{p.forecast.at_goals.tok_s_per_stream:.1f}" if p.forecast else "-"
         machine = comment(f"{r.machine.ref} #{r.machine.index}", 29)
         out.append(
             f"{r.name:<8}{machine:<30}{'all' if r.node is None else r.node:<6}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ktwizard.host.dimm import memory_speed
 from ktwizard.host.profile import Memory
 from ktwizard.host.root import Root, kb, parse_kv
 
@@ -43,7 +44,7 @@ def _thp(root: Root) -> str | None:
     return m.group(1) if m else None
 
 
-def probe_memory(root: Root) -> Memory:
+def probe_memory(root: Root, sockets: int = 1) -> Memory:
     info = parse_kv(root.read("proc/meminfo"))
     total, available = kb(info.get("MemTotal")), kb(info.get("MemAvailable"))
     if total is None and root.live:
@@ -70,4 +71,5 @@ def probe_memory(root: Root) -> Memory:
         cgroup_limit=_cgroup_limit(root),
         memlock_limit=memlock,
         memlock_known=known,
+        speed=memory_speed(root, sockets),
     )

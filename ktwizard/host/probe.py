@@ -47,7 +47,7 @@ def probe(
     cpu = probe_cpu(r, node_of_cpu(nodes))
     if not nodes:
         nodes = (NumaNode(id=0, cpus=cpu.online_cpus, memory_total=None, memory_free=None),)
-    memory = probe_memory(r)
+    memory = probe_memory(r, cpu.sockets)
     source = nvml or (LiveNvml() if r.live else RecordedNvml(r))
     gpus = gpus_from_snapshot(source.snapshot(), env.get("CUDA_VISIBLE_DEVICES"))
     gpus = replace(gpus, devices=_gpu_nodes(r, gpus.devices, nodes))

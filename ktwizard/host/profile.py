@@ -119,6 +119,16 @@ class NumaNode:
 
 
 @dataclass(frozen=True)
+class MemorySpeed:
+    """What decode is bound by on the CPU side: populated channels per socket and their transfer rate."""
+
+    kind: str  # DDR5, DDR4, MRDIMM
+    speed_mts: int
+    channels_per_socket: int
+    source: str = ""  # SMBIOS, the host spec, or the assumption made
+
+
+@dataclass(frozen=True)
 class Memory:
     total: int
     available: int
@@ -132,6 +142,7 @@ class Memory:
     cgroup_limit: int | None = None  # bytes; None when unlimited or unknown
     memlock_limit: int | None = None  # bytes; None when unlimited
     memlock_known: bool = True
+    speed: MemorySpeed | None = None  # None: neither SMBIOS nor the host spec said
 
     @property
     def usable(self) -> int:

@@ -19,6 +19,7 @@ from ktwizard.host.profile import (
     GpuProcess,
     HostProfile,
     Memory,
+    MemorySpeed,
     NumaNode,
 )
 from ktwizard.serial import from_data, read_structured
@@ -119,7 +120,7 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
             flags=normalise_flags([str(f) for f in flags]),
             threads=tuple(threads),
         ),
-        memory=Memory(total=memory, available=memory, memlock_limit=None),
+        memory=Memory(total=memory, available=memory, memlock_limit=None, speed=_memory_speed(spec, where)),
         gpus=GpuInventory(available=bool(gpus), reason=None if gpus else "the spec lists no GPU", devices=tuple(gpus)),
         numa_nodes=nodes,
         engine=Engine(reachable=False, reason="hand-written host: not probed"),
@@ -144,6 +145,26 @@ def check_saved_host(h: HostProfile, where: str) -> HostProfile:
     if bad:
         raise BadInput(f"{where}: not a machine ktwizard can plan for ({'; '.join(bad[:3])})")
     return h
+
+
+MEMORY_KINDS = ("DDR4", "DDR5", "MRDIMM", "LPDDR5", "LPDDR5X")
+
+
+def _memory_speed(spec: dict[str, Any], where: str) -> MemorySpeed | None:
+    """`memory: {type: DDR5, speed_mts: 6400, channels_per_socket: 12}`: what the forecast's CPU side reads at."""
+    m = spec.get("memory")
+    if m is None:
+        return None
+    if not isinstance(m, dict):
+        raise BadInput(
+            f"{where}: memory must be a mapping such as {{type: DDR5, speed_mts: 6400, channels_per_socket: 12}}"
+        )
+    kind = m.get("type", "DDR5")
+    if not isinstance(kind, str) or kind.upper() not in MEMORY_KINDS:
+        raise BadInput(f"{where}: memory.type must be one of {', '.join(MEMORY_KINDS)}, got {kind!r}")
+    speed = int(_number(m, "speed_mts", f"{where}: memory", 800, maximum=20000))
+    channels = int(_number(m, "channels_per_socket", f"{where}: memory", 1, maximum=24))
+    return MemorySpeed(kind.upper(), speed, channels, "host spec")
 
 
 def host_from_data(data: Any, where: str) -> HostProfile:

@@ -12,11 +12,12 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner import host_budget
+from ktwizard.planner.calibration import Calibration, host_key
 from ktwizard.planner.catalog import check_flags
 from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
-from ktwizard.planner.sizing import Sizing
+from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.units import human
@@ -142,6 +143,7 @@ def plan(
     hints: SglangHints | None = None,
     recipe: Recipe | None = None,
     trial: bool = False,
+    calibration: Calibration | None = None,
 ) -> Plan:
     """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
     nested search is made for it."""
@@ -202,12 +204,20 @@ def plan(
         model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
         binding=f"GPU {fit.gpu}, {fit.phase}" if fit.phase else "",
+        host_key=host_key(host),
     )
     if trial:
         return result
-    from ktwizard.planner.forecast import forecast
+    from ktwizard.planner.forecast import forecast, setup_for
 
-    result = replace(result, forecast=forecast(host, spec, choice.method, gpu_experts, tp, gpus[0].name, 0, 1))
+    threshold = layerwise_threshold(choice.method, spec) if sizing.layerwise else None
+    setup = setup_for(
+        host, spec, choice.method, gpu_experts, gpus, threads.cpuinfer, threads.pools, sizing.chunk, threshold
+    )
+    same = calibration is not None and (calibration.host_key, calibration.model) == (result.host_key, spec.id)
+    cal = calibration if same else None
+    fc = forecast(setup, sizing.context, goals.concurrency, cal.factor if cal else 1.0, cal.line if cal else "")
+    result = replace(result, forecast=fc)
     if spec.architecture == "DeepseekV2ForCausalLM":
         from ktwizard.planner.layers import place_layers
 

@@ -1,112 +1,274 @@
-"""Decode-speed forecast before launch: a memory-bandwidth bound, and that bound times an efficiency fitted
-to the seed recipe's published decode table (benchmarks/forecast_fit.py)."""
+"""Throughput before launch: decode per stream and in total, and prefill (time to first token), at the plan's own
+context and concurrency. Each step's time is a sum of stated terms (planner/forecast_terms.py says what each rests
+on): the CPU-resident experts read at the host's memory bandwidth (a second socket worth less than a first), or
+computed at its peak when batches grow; the GPU's weights and KV read at its bandwidth; a fixed cost per MoE layer
+and step; all-reduces under tensor parallelism. Prefill runs in chunks: below the layerwise threshold the CPU
+computes its experts, above it each layer's CPU experts are uploaded over PCIe and run on the GPU."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ktwizard.host.profile import HostProfile
+from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner import memory as M
-
-# Peak memory bandwidth, bytes/s, from the vendors' data sheets.
-GPU_BANDWIDTH = (
-    ("H200", 4.8e12),
-    ("H100", 3.35e12),
-    ("H20", 4.0e12),
-    ("B200", 8.0e12),
-    ("A100", 2.0e12),
-    ("RTX PRO 6000", 1.79e12),
-    ("5090", 1.79e12),
-    ("4090", 1.008e12),
-    ("3090", 0.936e12),
-    ("RTX 6000 Ada", 0.96e12),
-    ("L40", 0.864e12),
-    ("L20", 0.864e12),
-    ("A6000", 0.768e12),
+from ktwizard.planner.forecast_terms import CORE_BW, TERMS, Terms
+from ktwizard.planner.speeds import (
+    CPU_CLOCK,
+    GpuSpeed,
+    cpu_flops_per_cycle,
+    gpu_speed,
+    platform_memory,
+    socket_bandwidth,
 )
-# Host memory: channels x MT/s x 8 bytes, per socket, for the platforms KT users run.
-CPU_BANDWIDTH = (
-    ("EPYC 9", 12 * 6400e6 * 8, "Zen 5 EPYC 9005: 12 x DDR5-6400"),  # 9xx5 Turin; Genoa (9xx4) is matched first below
-    ("Xeon(R) 6", 12 * 6400e6 * 8, "Xeon 6: 12 x DDR5-6400"),
-    ("Platinum", 8 * 4800e6 * 8, "Xeon Scalable 4th/5th gen: 8 x DDR5-4800"),
-    ("Gold", 8 * 4800e6 * 8, "Xeon Scalable 4th/5th gen: 8 x DDR5-4800"),
-    ("Threadripper", 8 * 3200e6 * 8, "Threadripper PRO: 8 x DDR4-3200"),
-)
-GENOA = 12 * 4800e6 * 8
-DESKTOP = 2 * 5600e6 * 8
-# Fitted by benchmarks/forecast_fit.py to the six concurrency-1 points of the seed recipe (Kimi K2.7 Code RAWINT4,
-# RTX PRO 6000 + EPYC 9355): the share of peak bandwidth decode really sustains.
-DECODE_EFFICIENCY = 0.585
 
-
-def cpu_bandwidth(host: HostProfile) -> tuple[float, str]:
-    brand = host.cpu.brand
-    if "EPYC" in brand and any(f"9{d}4" in brand for d in "0123456789"):
-        return GENOA * host.cpu.sockets, "EPYC 9004 (Genoa): 12 x DDR5-4800 per socket"
-    for key, bw, why in CPU_BANDWIDTH:
-        if key in brand:
-            return bw * host.cpu.sockets, why + " per socket"
-    return DESKTOP, "unknown platform: assumed 2 x DDR5-5600"
-
-
-def gpu_bandwidth(name: str) -> tuple[float, str]:
-    for key, bw in GPU_BANDWIDTH:
-        if key.lower() in name.lower():
-            return bw, f"{key} data sheet"
-    return 0.9e12, "unknown GPU: assumed 0.9 TB/s"
+DECODE_CONTEXTS = (0, 2048, 8192, 32768, 131072)
+PREFILL_PROMPTS = (1024, 2048, 8192, 32768)
 
 
 @dataclass(frozen=True)
-class Forecast:
-    bound_tok_s: float
-    estimate_tok_s: float
-    cpu_bytes_per_token: int
-    gpu_bytes_per_token: int
-    cpu_bandwidth: float
-    gpu_bandwidth: float
-    assumptions: tuple[str, ...]
+class Setup:
+    """What a forecast needs of a plan and its host."""
+
+    spec: ModelSpec
+    method: str
+    gpu_experts: int
+    tp: int
+    gpu: GpuSpeed
+    memory: MemorySpeed
+    sockets: int  # sockets kt-kernel's thread pools span
+    threads: int  # --kt-cpuinfer
+    flops_per_cycle: int
+    chunk: int  # --chunked-prefill-size
+    threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
+    hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
+
+    @property
+    def hit(self) -> float:
+        if self.hit_rate is not None:
+            return min(1.0, max(0.0, self.hit_rate))
+        return min(1.0, self.gpu_experts / max(1, self.spec.routed_experts))
 
 
-def forecast(
+def setup_for(
     host: HostProfile,
     spec: ModelSpec,
     method: str,
     gpu_experts: int,
-    tp: int,
-    gpu_name: str,
-    context: int = 0,
-    concurrency: int = 1,
-) -> Forecast:
+    gpus: tuple[GPU, ...],
+    threads: int,
+    pools: int,
+    chunk: int,
+    threshold: int | None,
+    hit_rate: float | None = None,
+) -> Setup:
+    fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method)
+    return Setup(
+        spec=spec,
+        method=method,
+        gpu_experts=gpu_experts,
+        tp=max(1, len(gpus)),
+        gpu=gpu_speed(gpus[0]),
+        memory=platform_memory(host),
+        sockets=max(1, min(host.cpu.sockets, pools)),
+        threads=max(1, threads),
+        flops_per_cycle=fpc,
+        chunk=max(1, chunk),
+        threshold=threshold,
+        hit_rate=hit_rate,
+    )
+
+
+@dataclass(frozen=True)
+class Step:
+    cpu_s: float
+    gpu_s: float
+    fixed_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.cpu_s + self.gpu_s + self.fixed_s
+
+
+def _expert_params(spec: ModelSpec) -> float:
+    return spec.params_by_group.get("routed_experts", 0) / max(1, spec.moe_layer_count * spec.routed_experts)
+
+
+def cpu_bandwidth(s: Setup, t: Terms = TERMS) -> float:
+    """Sustained read bandwidth of the kt thread pools: the first socket's share of its rated bandwidth, each
+    further socket worth `second_socket` of it, never more than the threads can pull."""
+    first = socket_bandwidth(s.memory) * t.cpu_bw_eff
+    return min(first * (1 + t.second_socket * (s.sockets - 1)), s.threads * CORE_BW)
+
+
+def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
+    return s.threads * CPU_CLOCK * s.flops_per_cycle * t.cpu_flops_eff
+
+
+def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> Step:
+    spec = s.spec
     E, k, L = spec.routed_experts, spec.experts_per_token, spec.moe_layer_count
-    on_cpu = 1 - gpu_experts / E
-    # distinct experts a decode step touches per layer for `concurrency` tokens
-    touched = E * (1 - (1 - k / E) ** concurrency)
-    cpu_bytes = int(touched * on_cpu * L * M.cpu_bytes_per_expert(spec, method))
-    gpu_experts_read = int(touched * (1 - on_cpu) * L * spec.expert_bytes_native / tp)
-    dense = (
-        M.non_expert_per_rank(spec, tp) - spec.bytes_by_group.get("embeddings", 0) // tp
-    )  # the embedding is a lookup
-    kv = concurrency * context * spec.kv_cell_bytes(tp)
-    gpu_bytes = dense + gpu_experts_read + kv
-    cbw, cwhy = cpu_bandwidth(host)
-    gbw, gwhy = gpu_bandwidth(gpu_name)
-    step = cpu_bytes / cbw + gpu_bytes / gbw
-    bound = concurrency / step
+    c = max(1, concurrency)
+    touched = E * (1 - (1 - k / E) ** c)  # distinct experts a step reads per layer
+    on_cpu = 1 - s.hit
+    cpu_read = touched * on_cpu * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
+    cpu_math = 2 * c * k * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
+    dense = M.non_expert_per_rank(spec, s.tp) - spec.bytes_by_group.get("embeddings", 0) // s.tp
+    gpu_experts = touched * s.hit * L * M.gpu_side_expert_bytes(spec) / s.tp
+    kv = c * context * spec.kv_cell_bytes(s.tp)
+    gpu = (dense + gpu_experts + kv) / (s.gpu.bandwidth * t.gpu_bw_eff)
+    fixed = L * t.layer_step_s + (2 * spec.layers * t.allreduce_s if s.tp > 1 else 0.0)
+    return Step(cpu_s=max(cpu_read, cpu_math), gpu_s=gpu, fixed_s=fixed)
+
+
+def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
+    """Score and value products of `n` new tokens against `prefix` + their own causal half, all full-attention
+    layers."""
+    a = spec.attention
+    layers = a.full_attention_layers or spec.layers
+    qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.kind.startswith("mla") else a.head_dim
+    v = a.v_head_dim if a.kind.startswith("mla") else a.head_dim
+    return 2.0 * n * (prefix + n / 2) * a.heads * (qk + v) * layers
+
+
+def prefill_chunk(s: Setup, n: int, prefix: int, t: Terms = TERMS) -> tuple[float, str]:
+    """Seconds for one prefill chunk of `n` tokens after `prefix`, and the path the runtime takes for it."""
+    spec = s.spec
+    E, k, L = spec.routed_experts, spec.experts_per_token, spec.moe_layer_count
+    gpu_flops = s.gpu.flops * t.gpu_flops_eff
+    attn = _attention_flops(spec, n, prefix) / s.tp / gpu_flops
+    fixed = L * t.layer_step_s
+    routed_active = k * L * _expert_params(spec)
+    if s.threshold is not None and n >= s.threshold:
+        # Each rank uploads its shard over its own link, all links together no faster than the host's copy path.
+        link = min(s.tp * s.gpu.pcie * t.pcie_eff, t.upload_cap)
+        upload = (E - s.gpu_experts) * L * M.gpu_side_expert_bytes(spec) / link
+        math = 2.0 * n * spec.params_active / s.tp / gpu_flops  # the published runs show no overlap with the upload
+        return upload + math + attn + fixed, "layerwise"
+    on_cpu = 1 - s.hit
+    touched = E * (1 - (1 - k / E) ** n)
+    cpu_read = touched * on_cpu * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
+    cpu_math = 2.0 * n * k * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
+    dense = 2.0 * n * (spec.params_active - routed_active * on_cpu) / s.tp / gpu_flops
+    return max(cpu_read, cpu_math) + dense + attn + fixed, "hybrid"
+
+
+def prefill_time(s: Setup, prompt: int, t: Terms = TERMS) -> tuple[float, str]:
+    total, done, paths = 0.0, 0, set()
+    while done < prompt:
+        n = min(s.chunk, prompt - done)
+        secs, path = prefill_chunk(s, n, done, t)
+        total, done = total + secs, done + n
+        paths.add(path)
+    return total, "+".join(sorted(paths)) or "none"
+
+
+@dataclass(frozen=True)
+class DecodePoint:
+    context_tokens: int
+    concurrency: int
+    tok_s_per_stream: float
+    tok_s_total: float
+
+
+@dataclass(frozen=True)
+class PrefillPoint:
+    prompt_tokens: int
+    tok_s: float
+    ttft_s: float
+    path: str  # hybrid (CPU experts) | layerwise (experts uploaded per layer) | both over the chunks
+
+
+@dataclass(frozen=True)
+class Forecast:
+    context_tokens: int  # the plan's goals the headline numbers are at
+    concurrency: int
+    decode: tuple[DecodePoint, ...]
+    prefill: tuple[PrefillPoint, ...]
+    rests_on: tuple[str, ...]
+    calibration: str = ""  # "calibrated by bench on <date>: x0.93", or empty
+    factor: float = 1.0
+    step: dict[str, float] = field(default_factory=dict)  # the decode step's terms at the goals, seconds
+
+    def decode_at(self, context: int, concurrency: int) -> DecodePoint:
+        return min(self.decode, key=lambda p: (abs(p.context_tokens - context), abs(p.concurrency - concurrency)))
+
+    @property
+    def at_goals(self) -> DecodePoint:
+        return self.decode_at(self.context_tokens, self.concurrency)
+
+    @property
+    def single(self) -> DecodePoint:
+        """One stream at a short context: the figure tutorials publish."""
+        return self.decode_at(0, 1)
+
+    @property
+    def prefill_at_goals(self) -> PrefillPoint:
+        return min(self.prefill, key=lambda p: abs(p.prompt_tokens - self.context_tokens))
+
+
+def decode_point(s: Setup, context: int, concurrency: int, factor: float = 1.0, t: Terms = TERMS) -> DecodePoint:
+    step = decode_step(s, context, concurrency, t).total_s
+    per = factor / step
+    return DecodePoint(context, concurrency, round(per, 2), round(per * concurrency, 2))
+
+
+def forecast(
+    s: Setup, context: int, concurrency: int, factor: float = 1.0, calibration: str = "", t: Terms = TERMS
+) -> Forecast:
+    contexts = sorted({c for c in DECODE_CONTEXTS if c <= context} | {context})
+    streams = sorted({1, max(1, concurrency)})
+    decode = tuple(decode_point(s, ctx, c, factor, t) for ctx in contexts for c in streams)
+    prompts = sorted({p for p in PREFILL_PROMPTS if p <= max(context, PREFILL_PROMPTS[0])} | {max(1, context)})
+    prefill = []
+    for p in prompts:
+        secs, path = prefill_time(s, p, t)
+        secs /= factor
+        prefill.append(PrefillPoint(p, round(p / secs, 1), round(secs, 2), path))
+    st = decode_step(s, context, concurrency, t)
     return Forecast(
-        bound_tok_s=bound,
-        estimate_tok_s=bound * DECODE_EFFICIENCY,
-        cpu_bytes_per_token=cpu_bytes,
-        gpu_bytes_per_token=gpu_bytes,
-        cpu_bandwidth=cbw,
-        gpu_bandwidth=gbw,
-        assumptions=(
-            f"decode is bound by memory reads: the CPU-resident active experts ({cpu_bytes / 1e9:.2f} GB per step at "
-            f"{cbw / 1e9:.0f} GB/s, {cwhy}) "
-            f"then the GPU part ({gpu_bytes / 1e9:.2f} GB per step at {gbw / 1e12:.2f} TB/s, {gwhy}), one after the "
-            "other",
-            f"{concurrency} stream(s) touch {touched:.1f} distinct experts per layer; {gpu_experts} of {E} per layer "
-            "are on the GPU",
-            f"efficiency {DECODE_EFFICIENCY} fitted to the seed recipe's published decode table",
-        ),
+        context_tokens=context,
+        concurrency=max(1, concurrency),
+        decode=decode,
+        prefill=tuple(prefill),
+        rests_on=rests_on(s, st, t),
+        calibration=calibration,
+        factor=factor,
+        step={"cpu_s": st.cpu_s, "gpu_s": st.gpu_s, "fixed_s": st.fixed_s},
+    )
+
+
+def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
+    spec, m = s.spec, s.memory
+    bw = cpu_bandwidth(s, t)
+    return (
+        f"CPU experts: {1 - s.hit:.0%} of routed calls at {bw / 1e9:.0f} GB/s sustained = "
+        f"{t.cpu_bw_eff:.2f} x {socket_bandwidth(m) / 1e9:.0f} GB/s per socket ({m.channels_per_socket} x "
+        f"{m.kind}-{m.speed_mts}, {m.source or 'stated'})"
+        + (f", +{t.second_socket:.2f} of that per further socket ({s.sockets} used)" if s.sockets > 1 else "")
+        + f", capped at {s.threads} threads x {CORE_BW / 1e9:.0f} GB/s; {st.cpu_s * 1e3:.1f} ms per step",
+        f"GPU: dense weights, GPU experts and KV read at {t.gpu_bw_eff:.2f} x {s.gpu.bandwidth / 1e12:.2f} TB/s "
+        f"({s.gpu.why}); {st.gpu_s * 1e3:.1f} ms per step",
+        f"fixed {t.layer_step_s * 1e3:.2f} ms per MoE layer and step x {spec.moe_layer_count} layers"
+        + (f", {t.allreduce_s * 1e6:.0f} us per all-reduce x 2 per layer at TP {s.tp}" if s.tp > 1 else "")
+        + f"; {st.fixed_s * 1e3:.1f} ms per step (published small-active models run far below their bandwidth bound)",
+        f"GPU hit rate {s.hit:.1%} ("
+        + (
+            "from routing statistics"
+            if s.hit_rate is not None
+            else f"{s.gpu_experts} of {spec.routed_experts} experts per layer, uniform placement"
+        )
+        + ")",
+        f"concurrency: distinct experts per step grow as E(1-(1-k/E)^c); CPU math at {t.cpu_flops_eff:.2f} x "
+        f"{s.threads} threads x {CPU_CLOCK / 1e9:.1f} GHz x {s.flops_per_cycle} FLOP/cycle bounds batched steps",
+        f"prefill: chunks of {s.chunk}; "
+        + (
+            f"at or above {s.threshold} tokens each layer's CPU experts cross PCIe at {t.pcie_eff:.2f} x "
+            f"{s.gpu.pcie / 1e9:.0f} GB/s per GPU, at most {t.upload_cap / 1e9:.0f} GB/s together"
+            if s.threshold is not None
+            else "no layerwise path"
+        )
+        + f"; GPU GEMMs and attention at {t.gpu_flops_eff:.2f} x {s.gpu.flops / 1e12:.0f} TFLOP/s",
+        "terms fitted to published SGLang-KT runs, validated leave-one-source-out "
+        "(benchmarks/results/forecast-validation.md)",
     )

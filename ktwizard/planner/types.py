@@ -91,7 +91,8 @@ class Plan:
     image: str = ""
     model_path: str = ""
     served_name: str = ""
-    forecast: Forecast | None = None  # decode tok/s at concurrency 1, before launch
+    forecast: Forecast | None = None  # decode and prefill at the plan's goals, before launch
+    host_key: str = ""  # planner/calibration.host_key: which machine a bench calibration applies to
     layers: LayerPlacement | None = None  # KTransformers layer-wise alternative (DeepSeek-V2 family)
     binding: str = ""  # the GPU and phase whose peak limits the GPU experts ("GPU 0, longest prompt")
     schema: int = PLAN_SCHEMA  # plans from another ktwizard version are refused with both versions named

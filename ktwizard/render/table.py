@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
+from ktwizard.planner.forecast import Forecast
 from ktwizard.planner.types import BudgetItem, GpuBudget, Plan
 from ktwizard.render.args import args_text
 from ktwizard.units import human
@@ -104,11 +105,9 @@ def table_text(plan: Plan, explain: bool = False) -> str:
     if plan.forecast is not None:
         f = plan.forecast
         out.append("")
-        out += wrap(
-            f"Decode forecast (1 stream, short context): about {f.estimate_tok_s:.1f} tok/s; bandwidth bound "
-            f"{f.bound_tok_s:.1f} tok/s"
-        )
-        for a in f.assumptions:
+        out += wrap(forecast_headline(f))
+        out += wrap(forecast_grid(f), "  ")
+        for a in f.rests_on:
             out += wrap(a, "  ")
     if plan.layers is not None:
         lp = plan.layers
@@ -161,3 +160,28 @@ def table_text(plan: Plan, explain: bool = False) -> str:
         out.append("\nlaunch_server arguments (--format args; --explain gives every reason):")
         out += ["  " + line for line in args_text(plan).splitlines()]
     return "\n".join(out) + "\n"
+
+
+def _k(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def forecast_headline(f: Forecast) -> str:
+    g, p = f.at_goals, f.prefill_at_goals
+    return (
+        f"Forecast at the plan's goals ({_k(f.context_tokens)} context, {f.concurrency} stream(s)): decode "
+        f"{g.tok_s_per_stream:.1f} tok/s per stream, {g.tok_s_total:.1f} in total; a {_k(p.prompt_tokens)}-token "
+        f"prompt prefills at {p.tok_s:.0f} tok/s (first token after {p.ttft_s:.1f} s, {p.path}). One stream at a "
+        f"short context: {f.single.tok_s_per_stream:.1f} tok/s." + (f" {f.calibration}." if f.calibration else "")
+    )
+
+
+def forecast_grid(f: Forecast) -> str:
+    one = [d for d in f.decode if d.concurrency == 1]
+    many = [d for d in f.decode if d.concurrency == f.concurrency and f.concurrency > 1]
+    text = "decode per stream by context: " + ", ".join(f"{_k(d.context_tokens)} {d.tok_s_per_stream:.1f}" for d in one)
+    if many:
+        text += f"; at {f.concurrency} streams, total: " + ", ".join(
+            f"{_k(d.context_tokens)} {d.tok_s_total:.1f}" for d in many
+        )
+    return text + "; prefill tok/s: " + ", ".join(f"{_k(p.prompt_tokens)} {p.tok_s:.0f}" for p in f.prefill)

@@ -129,11 +129,9 @@ def notes_text(plan: Plan) -> Text:
     t = Text()
     if plan.forecast is not None:
         f = plan.forecast
-        t += Text(
-            f"decode forecast: about {f.estimate_tok_s:.1f} tok/s for one stream (bandwidth bound "
-            f"{f.bound_tok_s:.1f})\n",
-            style="cyan",
-        )
+        from ktwizard.render.table import forecast_headline
+
+        t += Text(f"{forecast_headline(f)}\n", style="cyan")
     for n in plan.notices:
         t += Text(f"[{n.severity}] {n.line()}\n", style="yellow" if n.severity in ("warn", "error") else "grey70")
     return t

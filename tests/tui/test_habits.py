@@ -107,7 +107,7 @@ def test_plan_screen_itemises_forecasts_and_keeps_fast_typing():
             budget = str(app.screen.query_one("#budget").render())
             for item in ("KV pool", "GPU experts", "CPU experts", "NUMA node 0"):
                 assert item in budget
-            assert "decode forecast" in str(app.screen.query_one("#notes").render())
+            assert "Forecast at the plan's goals" in str(app.screen.query_one("#notes").render())
             ctx = app.screen.query_one("#context", Input)
             ctx.focus()
             ctx.value = "163840"

@@ -117,6 +117,7 @@ class PlanScreen(Step):
             self.replan()
 
     def replan(self) -> None:
+        from ktwizard.bench.calibration_store import stored
         from ktwizard.planner.core import plan
         from ktwizard.render.table import verdict
 
@@ -124,7 +125,9 @@ class PlanScreen(Step):
         try:
             goals = self.goals()
             model = self.state.model()
-            result = plan(self.host, model.spec, goals, model.hints, model.recipe)
+            result = plan(
+                self.host, model.spec, goals, model.hints, model.recipe, calibration=stored(self.host, model.spec.id)
+            )
         except KtwizardError as exc:
             verdict_w.update(Text(exc.message, style="red"))
             return

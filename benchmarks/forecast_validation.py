@@ -1,0 +1,183 @@
+"""Validate the throughput forecast against published SGLang-KT runs, leave-one-source-out.
+
+Usage:
+    python benchmarks/forecast_validation.py          # LOSO validation with the shipped terms' starting point
+    python benchmarks/forecast_validation.py --fit    # also print the all-data fit to paste into forecast_terms.py
+
+Evidence: benchmarks/forecast/points.csv (one row per published figure, with its source) and the hosts it names in
+benchmarks/forecast/hosts/. For each source, the terms are fitted (least squares on log error) to every other
+source's figures and the held-out source is predicted; the table is written to benchmarks/results/.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+import sys
+from dataclasses import astuple, fields
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import least_squares
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ktwizard.host.spec import load_host  # noqa: E402
+from ktwizard.models.presets import get_preset  # noqa: E402
+from ktwizard.planner.forecast import Setup, decode_step, prefill_time, setup_for  # noqa: E402
+from ktwizard.planner.forecast_terms import TERMS, Terms  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "forecast"
+OUT = ROOT / "benchmarks" / "results"
+LOW = Terms(0.15, 0.0, 0.2, 0.0, 0.0, 0.02, 0.1, 0.02, 5e9)
+HIGH = Terms(1.0, 1.0, 1.0, 2e-3, 2e-4, 1.0, 1.0, 1.0, 200e9)
+SCALE = np.array(astuple(HIGH))
+
+
+def rows() -> list[dict]:
+    with (DATA / "points.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def setup(r: dict) -> Setup:
+    host = load_host(str(DATA / "hosts" / f"{r['host']}.yaml"))
+    spec = get_preset(r["preset"]).spec()
+    cpuinfer = int(r["cpuinfer"]) or host.cpu.physical_cores
+    threads = min(cpuinfer, host.cpu.physical_cores)
+    th = int(r["threshold"]) if r["threshold"] else None
+    pools = int(r["pools"]) or host.cpu.sockets
+    return setup_for(
+        host, spec, r["method"], int(r["gpu_experts"]), host.gpus.devices, threads, pools, int(r["chunk"]), th
+    )
+
+
+def predict(r: dict, s: Setup, t: Terms) -> float:
+    n, c = int(r["tokens"]), int(r["concurrency"])
+    if r["kind"] == "decode":
+        return c / decode_step(s, n, c, t).total_s
+    secs, _ = prefill_time(s, n, t)
+    return n / secs
+
+
+def fit(train: list[tuple[dict, Setup]], start: Terms = TERMS) -> Terms:
+    def residuals(x: np.ndarray) -> np.ndarray:
+        t = Terms(*(x * SCALE))
+        return np.array([np.log(predict(r, s, t) / float(r["published"])) for r, s in train])
+
+    x0 = np.clip(np.array(astuple(start)), astuple(LOW), astuple(HIGH)) / SCALE
+    res = least_squares(residuals, x0, bounds=(np.array(astuple(LOW)) / SCALE, 1.0), loss="soft_l1", f_scale=0.2)
+    return Terms(*(res.x * SCALE))
+
+
+def summary(errors: list[float]) -> dict:
+    a = [abs(e) for e in errors]
+    if not a:
+        return {}
+    return {
+        "n": len(a),
+        "median_abs_error": round(statistics.median(a), 4),
+        "median_signed_error": round(statistics.median(errors), 4),
+        "worst_abs_error": round(max(a), 4),
+        "within_15": round(sum(e <= 0.15 for e in a) / len(a), 3),
+        "within_30": round(sum(e <= 0.30 for e in a) / len(a), 3),
+    }
+
+
+def main() -> None:
+    data = [(r, setup(r)) for r in rows()]
+    new = [(r, s) for r, s in data if r["era"] == "new"]
+    sources = sorted({r["source"] for r, _ in new})
+    full = fit(new)
+    loso: dict[str, float] = {}
+    per_source = {}
+    for src in sources:
+        t = fit([(r, s) for r, s in new if r["source"] != src], full)
+        errs = []
+        for r, s in new:
+            if r["source"] == src:
+                e = predict(r, s, t) / float(r["published"]) - 1
+                loso[r["id"]] = e
+                errs.append(e)
+        per_source[src] = summary(errs)
+    # The old runtime's figures (not fitted): the full fit's error, for the trend only.
+    old = {r["id"]: predict(r, s, full) / float(r["published"]) - 1 for r, s in data if r["era"] == "old"}
+    in_sample = {r["id"]: predict(r, s, full) / float(r["published"]) - 1 for r, s in new}
+    kinds = {r["id"]: r["kind"] for r, _ in data}
+    result = {
+        "terms_all_data": {f.name: getattr(full, f.name) for f in fields(Terms)},
+        "terms_shipped": {f.name: getattr(TERMS, f.name) for f in fields(Terms)},
+        "loso": {k: summary([e for i, e in loso.items() if kinds[i] == k]) for k in ("decode", "prefill")},
+        "in_sample": {k: summary([e for i, e in in_sample.items() if kinds[i] == k]) for k in ("decode", "prefill")},
+        "per_source_loso": per_source,
+        "old_runtime_trend": summary(list(old.values())),
+        "points": [
+            {
+                "id": r["id"],
+                "kind": r["kind"],
+                "preset": r["preset"],
+                "host": r["host"],
+                "tokens": int(r["tokens"]),
+                "concurrency": int(r["concurrency"]),
+                "published": float(r["published"]),
+                "forecast_shipped": round(predict(r, s, TERMS), 2),
+                "loso_error": round(loso[r["id"]], 4) if r["id"] in loso else None,
+                "old_runtime_error": round(old[r["id"]], 4) if r["id"] in old else None,
+            }
+            for r, s in data
+        ],
+    }
+    OUT.mkdir(exist_ok=True)
+    (OUT / "forecast-validation.json").write_text(json.dumps(result, indent=1) + "\n")
+    (OUT / "forecast-validation.md").write_text(markdown(result, sources))
+    print(json.dumps({k: result[k] for k in ("loso", "in_sample", "per_source_loso", "old_runtime_trend")}, indent=1))
+    if "--fit" in sys.argv:
+        print("Terms(" + ", ".join(f"{f.name}={getattr(full, f.name):.3g}" for f in fields(Terms)) + ")")
+
+
+def markdown(result: dict, sources: list[str]) -> str:
+    out = [
+        "# Forecast validation, leave-one-source-out",
+        "",
+        "Written by `python benchmarks/forecast_validation.py`. Each source's figures are predicted by terms fitted "
+        "to the other sources only. Error = forecast / published - 1.",
+        "",
+        "| | n | median abs error | median signed | worst | within 15 % | within 30 % |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, block in (("LOSO", result["loso"]), ("in sample", result["in_sample"])):
+        for kind, s in block.items():
+            if s:
+                out.append(
+                    f"| {label} {kind} | {s['n']} | {s['median_abs_error']:.1%} | {s['median_signed_error']:+.1%} | "
+                    f"{s['worst_abs_error']:.1%} | {s['within_15']:.0%} | {s['within_30']:.0%} |"
+                )
+    out += ["", "## Sources", ""]
+    for i, src in enumerate(sources):
+        s = result["per_source_loso"][src]
+        out.append(
+            f"{i + 1}. {src}: held out, median abs error {s['median_abs_error']:.1%}, worst "
+            f"{s['worst_abs_error']:.1%} over {s['n']} figures"
+        )
+    out += ["", "## Terms (all new-era figures)", ""]
+    out += [f"- {k}: {v:.4g}" for k, v in result["terms_all_data"].items()]
+    out += [
+        "",
+        "## Figures",
+        "",
+        "| id | kind | model | host | tokens | c | published | forecast | LOSO error |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in result["points"]:
+        e = p["loso_error"] if p["loso_error"] is not None else p["old_runtime_error"]
+        tag = "" if p["loso_error"] is not None else " (old runtime, not fitted)"
+        out.append(
+            f"| {p['id']} | {p['kind']} | {p['preset']} | {p['host']} | {p['tokens']} | {p['concurrency']} | "
+            f"{p['published']} | {p['forecast_shipped']} | {e:+.1%}{tag} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    main()

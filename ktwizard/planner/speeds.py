@@ -1,0 +1,107 @@
+"""What the hardware can move and compute, from vendors' data sheets: GPU memory bandwidth and dense tensor
+throughput, PCIe links, and host memory (channels x transfer rate x 8 bytes) per platform. The forecast multiplies
+these by efficiencies fitted to published runs (planner/forecast_terms.py); nothing here is fitted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
+
+# name key, memory bandwidth B/s, dense BF16 tensor FLOP/s (FP32 accumulate, no sparsity), PCIe generation
+GPU_TABLE = (
+    ("H200", 4.8e12, 989e12, 5),
+    ("H100", 3.35e12, 989e12, 5),
+    ("H20", 4.0e12, 148e12, 5),
+    ("B200", 8.0e12, 2250e12, 5),
+    ("A100", 2.0e12, 312e12, 4),
+    ("RTX PRO 6000", 1.79e12, 500e12, 5),
+    ("5090", 1.79e12, 209e12, 5),
+    ("4090", 1.008e12, 165e12, 4),
+    ("3090", 0.936e12, 71e12, 4),
+    ("RTX 6000 Ada", 0.96e12, 364e12, 4),
+    ("L40", 0.864e12, 181e12, 4),
+    ("L20", 0.864e12, 119e12, 4),
+    ("A6000", 0.768e12, 155e12, 4),
+)
+PCIE_X16 = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9, 6: 121.0e9}  # bytes/s per direction, x16
+
+
+@dataclass(frozen=True)
+class GpuSpeed:
+    bandwidth: float
+    flops: float
+    pcie: float
+    why: str
+
+
+def gpu_speed(gpu: GPU) -> GpuSpeed:
+    for key, bw, flops, gen in GPU_TABLE:
+        if key.lower() in gpu.name.lower():
+            link = gpu.pcie_gen or gen
+            return GpuSpeed(bw, flops, PCIE_X16.get(link, PCIE_X16[4]), f"{key} data sheet, PCIe {link}.0 x16")
+    link = gpu.pcie_gen or 4
+    return GpuSpeed(
+        0.9e12, 150e12, PCIE_X16.get(link, PCIE_X16[4]), f"unknown GPU: assumed 0.9 TB/s, 150 TFLOP/s, PCIe {link}.0"
+    )
+
+
+# brand substring, memory type, MT/s, channels per socket: the platform's rated configuration (one DIMM per channel).
+PLATFORMS = (
+    ("EPYC 9", "DDR5", 6000, 12, "EPYC 9005 (Turin): 12 x DDR5-6000"),
+    ("Xeon(R) 6", "DDR5", 6400, 12, "Xeon 6 (Granite Rapids): 12 x DDR5-6400"),
+    ("Xeon(R) w", "DDR5", 4800, 8, "Xeon W-3400/2400: up to 8 x DDR5-4800"),
+    ("Platinum 85", "DDR5", 5600, 8, "Xeon Scalable 5th gen: 8 x DDR5-5600"),
+    ("Gold 65", "DDR5", 5200, 8, "Xeon Scalable 5th gen Gold: 8 x DDR5-5200"),
+    ("Platinum", "DDR5", 4800, 8, "Xeon Scalable 4th gen: 8 x DDR5-4800"),
+    ("Gold", "DDR5", 4800, 8, "Xeon Scalable 4th gen: 8 x DDR5-4800"),
+    ("Threadripper", "DDR5", 5200, 8, "Threadripper PRO 7000: 8 x DDR5-5200"),
+)
+
+
+INTEL_MODELS = {
+    143: ("DDR5", 4800, 8, "Sapphire Rapids, 8 x DDR5-4800"),
+    207: ("DDR5", 5600, 8, "Emerald Rapids, 8 x DDR5-5600"),
+    173: ("DDR5", 6400, 12, "Granite Rapids, 12 x DDR5-6400"),
+}
+
+
+def platform_memory(host: HostProfile) -> MemorySpeed:
+    """The memory a host states or the probe read; else its platform's rated configuration, said as an assumption."""
+    if host.memory.speed is not None:
+        return host.memory.speed
+    brand = host.cpu.brand
+    intel = (
+        INTEL_MODELS.get(host.cpu.model or -1) if host.cpu.vendor == "GenuineIntel" and host.cpu.family == 6 else None
+    )
+    if intel:  # virtual machines report a generic brand; the CPUID model still names the platform
+        kind, mts, channels, why = intel
+        return MemorySpeed(kind, mts, channels, f"assumed from CPUID model {host.cpu.model}: {why}")
+    if "EPYC" in brand and any(f"9{d}4" in brand for d in "0123456789"):
+        return MemorySpeed("DDR5", 4800, 12, "assumed: EPYC 9004 (Genoa) rated 12 x DDR5-4800")
+    for key, kind, mts, channels, why in PLATFORMS:
+        if key in brand:
+            return MemorySpeed(kind, mts, channels, f"assumed: {why} (state memory: in a host spec to correct)")
+    return MemorySpeed(
+        "DDR5", 5600, 2, "assumed: unknown CPU, desktop-class 2 x DDR5-5600 (state memory: in a host spec)"
+    )
+
+
+def socket_bandwidth(m: MemorySpeed) -> float:
+    return m.channels_per_socket * m.speed_mts * 1e6 * 8
+
+
+def cpu_flops_per_cycle(flags: tuple[str, ...], method: str) -> tuple[int, str]:
+    """Peak multiply-adds x 2 per core and cycle for the kernel kt-kernel runs for `method` on these flags."""
+    if method.startswith("AMX") and "amx_tile" in flags:
+        return 1024, "AMX tiles (BF16: 16x32x16 per 16 cycles)"
+    if method.startswith("FP8"):  # x86 has no FP8 arithmetic: every weight is decoded to BF16 in registers first
+        return 32, "AVX-512 with software E4M3 decode (a quarter of the BF16 dot-product rate)"
+    if "avx512_bf16" in flags:
+        return 128, "AVX-512 BF16 dot products (2 FMA ports)"
+    if "avx512f" in flags:
+        return 64, "AVX-512 FP32 (2 FMA ports)"
+    return 32, "AVX2 FP32 (2 FMA ports)"
+
+
+CPU_CLOCK = 2.5e9  # all-core clock under AVX-512 load, typical of the server parts in the evidence (not fitted)
