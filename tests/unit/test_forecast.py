@@ -85,20 +85,21 @@ def test_layerwise_prefill_is_the_expert_upload_plus_the_gpu_math():
     assert prefill_chunk(s, 2048, 0)[1] == "hybrid"  # below --kt-gpu-prefill-token-threshold 4096
 
 
+PLAN_40K_3 = (
+    "plan",
+    "--preset",
+    "kimi-k2.7-code",
+    "--host",
+    "rtx-pro-6000-epyc-9355",
+    "--context",
+    "40000",
+    "--concurrency",
+    "3",
+)
+
+
 def test_plan_json_grid_is_at_the_plans_goals():
-    out = run_cli(
-        "plan",
-        "--preset",
-        "kimi-k2.7-code",
-        "--host",
-        "rtx-pro-6000-epyc-9355",
-        "--context",
-        "40000",
-        "--concurrency",
-        "3",
-        "--format",
-        "json",
-    )
+    out = run_cli(*PLAN_40K_3, "--format", "json")
     assert out.returncode == 0, out.stderr
     f = json.loads(out.stdout)["forecast"]
     assert (f["context_tokens"], f["concurrency"]) == (40000, 3)
@@ -109,17 +110,7 @@ def test_plan_json_grid_is_at_the_plans_goals():
     assert [p["prompt_tokens"] for p in f["prefill"]] == [1024, 2048, 8192, 32768, 40000]
     for p in f["prefill"]:
         assert p["ttft_s"] == pytest.approx(p["prompt_tokens"] / p["tok_s"], rel=0.01)
-    table = run_cli(
-        "plan",
-        "--preset",
-        "kimi-k2.7-code",
-        "--host",
-        "rtx-pro-6000-epyc-9355",
-        "--context",
-        "40000",
-        "--concurrency",
-        "3",
-    )
+    table = run_cli(*PLAN_40K_3)
     assert "Forecast at the plan's goals" in table.stdout and "3 stream(s)" in table.stdout
 
 
@@ -214,3 +205,23 @@ def test_smbios_records_give_speed_and_channels(tmp_path):
     assert parse_type17(b"\x11\x05") is None and parse_type17(b"") is None
     assert memory_speed(Root(tmp_path / "nothing"), 1) is None
     assert math.isfinite(m.speed_mts)
+
+
+def test_bench_rows_calibrate_the_saved_plans_host_and_model(tmp_path, monkeypatch):
+    from ktwizard.bench.calibration_store import calibrate, stored
+    from ktwizard.serial import to_data
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    host = load_host("rtx-pro-6000-epyc-9355")
+    p = get_preset("kimi-k2.7-code")
+    made = plan(host, p.spec(), Goals(context=32768, concurrency=2), p.sglang, recipe_for(p.id))
+    assert made.forecast
+    saved = to_data(made)
+    at = {(d.context_tokens, d.concurrency): d.tok_s_total for d in made.forecast.decode}
+    # measured at 90 % and 80 % of the forecast: the geometric mean is sqrt(0.72)
+    cal = calibrate(saved, [(0, 1, 0.9 * at[(0, 1)]), (8192, 2, 0.8 * at[(8192, 2)]), (0, 7, 1.0)])
+    assert cal is not None and cal.factor == pytest.approx(math.sqrt(0.72), abs=0.002) and cal.rows == 2
+    assert stored(host, p.id) == cal
+    other = replace(host, cpu=replace(host.cpu, cores_per_socket=64))
+    assert stored(other, p.id) is None and stored(host, "minimax-m2") is None
+    assert calibrate(saved, [(0, 1, float("nan"))]) is None and calibrate({"forecast": 3}, []) is None
