@@ -12,7 +12,9 @@ from ktwizard.errors import BadInput
 
 
 def cmd_exporter(args: argparse.Namespace) -> int:
-    from ktwizard.cli.monitor import resolve_target
+    from ktwizard.cli.monitor import fold_target, resolve_target
+
+    fold_target(args)
     from ktwizard.host.ports import check_port
     from ktwizard.inputs import is_loopback
     from ktwizard.monitor.exporter import Collector, serve
@@ -66,6 +68,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "exporter", help="Prometheus metrics SGLang lacks: GPU memory vs plan, NUMA, swap, container, peak check"
     )
     ex.add_argument("--url", type=url(), help="the server's base URL")
+    ex.add_argument(
+        "target", nargs="?", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL"
+    )
     ex.add_argument(
         "--container", metavar="NAME", help="a deployment ktwizard launched (its kept plan and peak check are read too)"
     )

@@ -23,6 +23,21 @@ def native_of(name: str | None) -> tuple[str | None, int | None]:
     return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start) else None
 
 
+def fold_target(args: argparse.Namespace) -> None:
+    """NAME|URL given as the positional: the same as --container NAME or --url URL (ktwizard chat, bench, logs)."""
+    target = getattr(args, "target", None)
+    if not target:
+        return
+    if args.url or args.container:
+        raise BadInput("give the server once: NAME|URL, --url or --container")
+    if "://" in target:
+        from ktwizard.inputs import parse_url
+
+        args.url = parse_url(target, "URL").rstrip("/")
+    else:
+        args.container = target
+
+
 def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
     """(url, container) from --url / --container / the deployment records."""
     from ktwizard.deploy import records
@@ -163,6 +178,7 @@ def cmd_monitor_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
+    fold_target(args)
     if args.json and not args.once:
         raise BadInput("--json prints one sample: use it with --once (the live dashboard is for a terminal)")
     if args.web:
@@ -266,6 +282,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     mo = sub.add_parser("monitor", help="live memory and throughput of a running server")
     mo.add_argument("--url", type=url(), help="the server's base URL, such as http://127.0.0.1:30000")
+    mo.add_argument(
+        "target", nargs="?", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL"
+    )
     mo.add_argument("--container", metavar="NAME", help="a ktwizard container (its URL comes from its labels)")
     mo.add_argument("--fleet", metavar="NAME", help="a fleet ktwizard launched: one pane per replica and the router")
     mo.add_argument(

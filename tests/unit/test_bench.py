@@ -63,3 +63,14 @@ def test_plan_carries_the_forecast_and_copilot_entry():
     assert copilot_entry(r2)[1]  # warns that Copilot's Kimi handling keys on the model id
     out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", "clients")
     assert out.returncode == 0 and "curl -s http://127.0.0.1:30000/v1/chat/completions" in out.stdout
+
+
+def test_monitor_exporter_and_bench_take_name_or_url_like_chat():
+    by_flag = run_cli("monitor", "--url", "http://127.0.0.1:9", "--once")
+    by_target = run_cli("monitor", "http://127.0.0.1:9", "--once")
+    assert by_target.returncode == by_flag.returncode == 1 and by_target.stderr == by_flag.stderr
+    for cmd in ("monitor", "exporter", "bench"):
+        twice = run_cli(cmd, "http://127.0.0.1:9", "--url", "http://127.0.0.1:9")
+        assert twice.returncode == 2 and "once" in twice.stderr, cmd
+    named = run_cli("bench", "no-such-deployment")
+    assert named.returncode == 2 and "no deployment of that name" in named.stderr
