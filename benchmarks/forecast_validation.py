@@ -31,8 +31,8 @@ from ktwizard.planner.forecast_terms import TERMS, Terms  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "forecast"
 OUT = ROOT / "benchmarks" / "results"
-LOW = Terms(0.15, 0.0, 0.2, 0.0, 0.0, 0.02, 0.1, 0.02, 5e9)
-HIGH = Terms(1.0, 1.0, 1.0, 2e-3, 2e-4, 1.0, 1.0, 1.0, 200e9)
+LOW = Terms(0.15, 0.0, 0.2, 0.0, 0.0, 0.02, 0.1, 0.02, 5e9, 0.02)
+HIGH = Terms(1.0, 1.0, 1.0, 2e-3, 2e-4, 1.0, 1.0, 1.0, 200e9, 1.0)
 SCALE = np.array(astuple(HIGH))
 
 

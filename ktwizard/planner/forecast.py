@@ -14,8 +14,8 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner import memory as M
 from ktwizard.planner.forecast_terms import CORE_BW, TERMS, Terms
 from ktwizard.planner.speeds import (
-    CPU_CLOCK,
     GpuSpeed,
+    cpu_clock,
     cpu_flops_per_cycle,
     gpu_speed,
     platform_memory,
@@ -39,6 +39,7 @@ class Setup:
     sockets: int  # sockets kt-kernel's thread pools span
     threads: int  # --kt-cpuinfer
     flops_per_cycle: int
+    clock: float  # Hz, the CPU's base clock (speeds.cpu_clock)
     chunk: int  # --chunked-prefill-size
     threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
     hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
@@ -63,6 +64,7 @@ def setup_for(
     hit_rate: float | None = None,
 ) -> Setup:
     fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method)
+    clock, _ = cpu_clock(host.cpu.brand)
     return Setup(
         spec=spec,
         method=method,
@@ -73,6 +75,7 @@ def setup_for(
         sockets=max(1, min(host.cpu.sockets, pools)),
         threads=max(1, threads),
         flops_per_cycle=fpc,
+        clock=clock,
         chunk=max(1, chunk),
         threshold=threshold,
         hit_rate=hit_rate,
@@ -102,7 +105,7 @@ def cpu_bandwidth(s: Setup, t: Terms = TERMS) -> float:
 
 
 def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
-    return s.threads * CPU_CLOCK * s.flops_per_cycle * t.cpu_flops_eff
+    return s.threads * s.clock * s.flops_per_cycle * t.cpu_flops_eff
 
 
 def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> Step:
@@ -136,21 +139,33 @@ def prefill_chunk(s: Setup, n: int, prefix: int, t: Terms = TERMS) -> tuple[floa
     spec = s.spec
     E, k, L = spec.routed_experts, spec.experts_per_token, spec.moe_layer_count
     gpu_flops = s.gpu.flops * t.gpu_flops_eff
+    # FP8 checkpoints run their GEMMs on FP8 tensor cores (Ada, Hopper, Blackwell): twice the BF16 rate
+    gemm_flops = gpu_flops * (2 if spec.other_format.kind.startswith("fp8") and s.gpu.fp8 else 1)
     attn = _attention_flops(spec, n, prefix) / s.tp / gpu_flops
     fixed = L * t.layer_step_s
     routed_active = k * L * _expert_params(spec)
     if s.threshold is not None and n >= s.threshold:
         # Each rank uploads its shard over its own link, all links together no faster than the host's copy path.
         link = min(s.tp * s.gpu.pcie * t.pcie_eff, t.upload_cap)
-        upload = (E - s.gpu_experts) * L * M.gpu_side_expert_bytes(spec) / link
-        math = 2.0 * n * spec.params_active / s.tp / gpu_flops  # the published runs show no overlap with the upload
-        return upload + math + attn + fixed, "layerwise"
+        moved = (E - s.gpu_experts) * L * M.gpu_side_expert_bytes(spec)
+        upload = moved / link
+        math = 2.0 * n * spec.params_active / s.tp / gemm_flops  # the published runs show no overlap with the upload
+        return upload + math + attn + fixed + _allreduce(s, n, t), "layerwise"
     on_cpu = 1 - s.hit
     touched = E * (1 - (1 - k / E) ** n)
     cpu_read = touched * on_cpu * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
     cpu_math = 2.0 * n * k * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
-    dense = 2.0 * n * (spec.params_active - routed_active * on_cpu) / s.tp / gpu_flops
-    return max(cpu_read, cpu_math) + dense + attn + fixed, "hybrid"
+    dense = 2.0 * n * (spec.params_active - routed_active * on_cpu) / s.tp / gemm_flops
+    return max(cpu_read, cpu_math) + dense + attn + fixed + _allreduce(s, n, t), "hybrid"
+
+
+def _allreduce(s: Setup, n: int, t: Terms) -> float:
+    """Tensor parallelism all-reduces every layer's attention and MoE output for all `n` tokens (BF16): a ring
+    moves 2 (tp - 1) / tp of it through each GPU's link."""
+    if s.tp == 1:
+        return 0.0
+    size = n * s.spec.hidden * 2
+    return 2 * s.spec.layers * size * 2 * (s.tp - 1) / s.tp / (s.gpu.pcie * t.ar_bw_eff)
 
 
 def prefill_time(s: Setup, prompt: int, t: Terms = TERMS) -> tuple[float, str]:
@@ -260,7 +275,7 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         )
         + ")",
         f"concurrency: distinct experts per step grow as E(1-(1-k/E)^c); CPU math at {t.cpu_flops_eff:.2f} x "
-        f"{s.threads} threads x {CPU_CLOCK / 1e9:.1f} GHz x {s.flops_per_cycle} FLOP/cycle bounds batched steps",
+        f"{s.threads} threads x {s.clock / 1e9:.2f} GHz x {s.flops_per_cycle} FLOP/cycle bounds batched steps",
         f"prefill: chunks of {s.chunk}; "
         + (
             f"at or above {s.threshold} tokens each layer's CPU experts cross PCIe at {t.pcie_eff:.2f} x "

@@ -17,19 +17,21 @@ class Terms:
     pcie_eff: float  # share of the PCIe link the layerwise prefill's expert upload reaches
     gpu_flops_eff: float  # share of dense tensor peak the GPU's prefill GEMMs and attention reach
     upload_cap: float  # B/s: the host's copy path for layerwise uploads, all GPUs together
+    ar_bw_eff: float  # share of a GPU's PCIe link a prefill all-reduce ring reaches (consumer cards: no P2P)
 
 
 # Fitted on the 70 new-era figures of 5 sources in benchmarks/forecast/points.csv (forecast-validation.md: sources,
-# leave-one-source-out errors: decode median 6 %, prefill 29 %).
+# leave-one-source-out errors: decode median 4.3 %, prefill 30.5 %).
 TERMS = Terms(
-    cpu_bw_eff=0.688,
+    cpu_bw_eff=0.687,
     second_socket=0.0,  # fits to 0: every 2-socket figure is explained by one socket's bandwidth
-    gpu_bw_eff=0.822,
+    gpu_bw_eff=0.825,
     layer_step_s=1.83e-4,
-    allreduce_s=0.0,  # fits to 0: TP2's published gain is the doubled GPU-expert count and halved dense reads
-    cpu_flops_eff=0.995,
-    pcie_eff=0.484,
-    gpu_flops_eff=0.748,
-    upload_cap=29.1e9,
+    allreduce_s=0.0,  # fits to 0: TP2's published decode gain is its doubled GPU experts and halved dense reads
+    cpu_flops_eff=0.708,
+    pcie_eff=0.475,
+    gpu_flops_eff=0.817,
+    upload_cap=37.9e9,
+    ar_bw_eff=0.15,
 )
 CORE_BW = 20e9  # one core's sustained streaming read, B/s (a thread-count cap, not fitted: few figures vary threads)

@@ -33,13 +33,22 @@ class GpuSpeed:
     flops: float
     pcie: float
     why: str
+    fp8: bool = False  # FP8 tensor cores: compute capability 8.9 (Ada) and later
+
+
+def _fp8(gpu: GPU, key: str) -> bool:
+    if gpu.compute_capability:
+        major, _, minor = gpu.compute_capability.partition(".")
+        return (int(major), int(minor or 0)) >= (8, 9) if major.isdigit() and (minor or "0").isdigit() else False
+    return key not in ("A100", "3090", "A6000")
 
 
 def gpu_speed(gpu: GPU) -> GpuSpeed:
     for key, bw, flops, gen in GPU_TABLE:
         if key.lower() in gpu.name.lower():
             link = gpu.pcie_gen or gen
-            return GpuSpeed(bw, flops, PCIE_X16.get(link, PCIE_X16[4]), f"{key} data sheet, PCIe {link}.0 x16")
+            why = f"{key} data sheet, PCIe {link}.0 x16"
+            return GpuSpeed(bw, flops, PCIE_X16.get(link, PCIE_X16[4]), why, _fp8(gpu, key))
     link = gpu.pcie_gen or 4
     return GpuSpeed(
         0.9e12, 150e12, PCIE_X16.get(link, PCIE_X16[4]), f"unknown GPU: assumed 0.9 TB/s, 150 TFLOP/s, PCIe {link}.0"
@@ -104,4 +113,31 @@ def cpu_flops_per_cycle(flags: tuple[str, ...], method: str) -> tuple[int, str]:
     return 32, "AVX2 FP32 (2 FMA ports)"
 
 
-CPU_CLOCK = 2.5e9  # all-core clock under AVX-512 load, typical of the server parts in the evidence (not fitted)
+CPU_CLOCK = 2.5e9  # base clock assumed for a CPU not in the table below
+# Base clocks from the vendors' data sheets for the CPUs KT users run (AVX-512 all-core load runs near base).
+CPU_CLOCKS = (
+    ("EPYC 9355", 3.55e9),
+    ("EPYC 9455", 3.15e9),
+    ("EPYC 9555", 3.2e9),
+    ("EPYC 9575F", 3.3e9),
+    ("EPYC 9654", 2.4e9),
+    ("EPYC 9754", 2.25e9),
+    ("EPYC 9965", 2.25e9),
+    ("EPYC 9755", 2.7e9),
+    ("Platinum 8488C", 2.4e9),
+    ("Platinum 8480", 2.0e9),
+    ("Platinum 8592", 1.9e9),
+    ("Gold 6454S", 2.2e9),
+    ("Gold 6430", 2.1e9),
+    ("6960P", 2.7e9),
+    ("6980P", 2.0e9),
+    ("w9-3495X", 1.9e9),
+    ("Threadripper PRO 7995WX", 2.5e9),
+)
+
+
+def cpu_clock(brand: str) -> tuple[float, str]:
+    for key, hz in CPU_CLOCKS:
+        if key in brand:
+            return hz, f"{key} base clock {hz / 1e9:.2f} GHz (data sheet)"
+    return CPU_CLOCK, f"unknown CPU: {CPU_CLOCK / 1e9:.1f} GHz assumed"

@@ -129,9 +129,10 @@ def notes_text(plan: Plan) -> Text:
     t = Text()
     if plan.forecast is not None:
         f = plan.forecast
-        from ktwizard.render.table import forecast_headline
+        from ktwizard.render.table import forecast_grid, forecast_headline
 
         t += Text(f"{forecast_headline(f)}\n", style="cyan")
+        t += Text(f"{forecast_grid(f)}\n", style="grey70")
     for n in plan.notices:
         t += Text(f"[{n.severity}] {n.line()}\n", style="yellow" if n.severity in ("warn", "error") else "grey70")
     return t
