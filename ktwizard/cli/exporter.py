@@ -46,10 +46,17 @@ def cmd_exporter(args: argparse.Namespace) -> int:
             "read-only metrics, but they name the model and the host)",
             file=sys.stderr,
         )
+    from urllib.parse import urlsplit
+
     from ktwizard.cli.monitor import native_of
 
+    where = urlsplit(url or "")
+    deployment = args.deployment or name or (f"{where.hostname}:{where.port}" if where.hostname else "")
     collector = Collector(
-        Monitor(url=url, container=container, gpus=not args.no_gpu, pid=native_of(args.container)[1]), plan, peak
+        Monitor(url=url, container=container, gpus=not args.no_gpu, pid=native_of(args.container)[1]),
+        plan,
+        peak,
+        deployment=deployment,
     )
     server = serve(collector, args.bind, args.port)
     print(f"exporting on http://{args.bind}:{args.port}/metrics (Ctrl-C stops)", file=sys.stderr, flush=True)
@@ -62,7 +69,7 @@ def cmd_exporter(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import bind, port, url
+    from ktwizard.cli.options import bind, label_value, port, url
 
     ex = sub.add_parser(
         "exporter", help="Prometheus metrics SGLang lacks: GPU memory vs plan, NUMA, swap, container, peak check"
@@ -73,6 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     ex.add_argument(
         "--container", metavar="NAME", help="a deployment ktwizard launched (its kept plan and peak check are read too)"
+    )
+    ex.add_argument(
+        "--deployment",
+        metavar="NAME",
+        type=label_value,
+        help="the `deployment` label on every series (default: the deployment's name, else the URL's host:port)",
     )
     ex.add_argument("--plan", metavar="FILE", help="the plan the server runs (default: the one its launch kept)")
     ex.add_argument("--port", type=port(), default=9400, help="the exporter's port (default 9400)")

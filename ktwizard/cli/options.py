@@ -58,6 +58,15 @@ def bind(flag: str = "--bind") -> Callable[[str], str]:
     return typed(parse_bind, flag)
 
 
+def label_value(text: str) -> str:
+    """A Prometheus label value ktwizard sets: plain, so it reads the same in PromQL, YAML and the dashboard."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,128}", text):
+        raise argparse.ArgumentTypeError(f"{text[:60]!r}: use 1 to 128 letters, digits and . _ : -")
+    return text
+
+
 def mount_path(flag: str) -> Callable[[str], str]:
     from ktwizard.inputs import parse_mount_path
 

@@ -12,21 +12,17 @@ EXPORTER_BASE_PORT = 9400  # replica i's exporter: ktwizard exporter --container
 
 
 def prometheus_config(fleet: FleetPlan) -> dict:
-    return {
-        "global": {"scrape_interval": "10s"},
-        "scrape_configs": [
-            {"job_name": "sglang", "static_configs": [{"targets": [f"{r.name}:{r.port}" for r in fleet.replicas]}]},
-            {"job_name": "sglang-router", "static_configs": [{"targets": [f"router:{fleet.metrics_port}"]}]},
-            {
-                # ktwizard exporter runs on the host (it reads NVML, /proc and the engine):
-                # ktwizard exporter --container <replica> --bind <docker0 address> --port 9400+i
-                "job_name": "ktwizard",
-                "static_configs": [
-                    {"targets": [f"host.docker.internal:{EXPORTER_BASE_PORT + i}" for i in range(len(fleet.replicas))]}
-                ],
-            },
+    """Each replica and its exporter under the replica's name as `deployment`. The exporters run on the host (they
+    read NVML, /proc and the engine): ktwizard exporter <replica> --bind <docker0 address> --port 9400+i."""
+    from ktwizard.monitor.prometheus import Scraped, scrape_config
+
+    return scrape_config(
+        [
+            Scraped(r.name, f"{r.name}:{r.port}", f"host.docker.internal:{EXPORTER_BASE_PORT + i}")
+            for i, r in enumerate(fleet.replicas)
         ],
-    }
+        router=f"router:{fleet.metrics_port}",
+    )
 
 
 def add_monitoring(doc: dict, fleet: FleetPlan) -> None:

@@ -49,8 +49,9 @@ FAMILIES: dict[str, tuple[str, str]] = {
 class Collector:
     """prometheus_client's custom-collector protocol: families built from one sample per scrape."""
 
-    def __init__(self, monitor: Any, plan: Plan | None = None, peak: dict | None = None) -> None:
+    def __init__(self, monitor: Any, plan: Plan | None = None, peak: dict | None = None, deployment: str = "") -> None:
         self.monitor, self.plan, self.peak = monitor, plan, peak if isinstance(peak, dict) else {}
+        self.deployment = deployment  # every family carries it: the server's series get it from Prometheus
         self.lock = threading.Lock()
         self.last: Sample | None = None
         self.at = 0.0
@@ -81,6 +82,7 @@ class Collector:
         def g(family: str, value: float | int | None, **labels: str) -> None:
             if value is None:
                 return
+            labels = {"deployment": self.deployment, **labels}
             if family not in fam:
                 fam[family] = GaugeMetricFamily(family, FAMILIES[family][1], labels=list(labels))
             fam[family].add_metric(list(labels.values()), float(value))
@@ -134,6 +136,7 @@ class Collector:
             info.add_metric(
                 [],
                 {
+                    "deployment": self.deployment,
                     "model": p.model.id,
                     "host": p.host,
                     "method": p.method,

@@ -6,19 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
-INSTANCE = 'instance=~"$instance"'
+DEPLOYMENT = 'deployment=~"$deployment"'  # the server's, its exporter's: one deployment whole (monitor/prometheus.py)
 
 
 def sglang(name: str, extra: str = "") -> str:
     """A selector for an SGLang family under either prefix."""
-    return "{" + f'__name__=~"sglang[:_]{name}", {INSTANCE}' + (f", {extra}" if extra else "") + "}"
+    return "{" + f'__name__=~"sglang[:_]{name}", {DEPLOYMENT}' + (f", {extra}" if extra else "") + "}"
 
 
 def quantiles(histogram: str) -> list[tuple[str, str]]:
-    """p50 and p95 of an SGLang histogram over 5 minutes, per instance."""
+    """p50 and p95 of an SGLang histogram over 5 minutes, per deployment."""
     bucket = sglang(f"{histogram}_bucket")
     return [
-        (f"histogram_quantile({q}, sum by (le, instance) (rate({bucket}[5m])))", f"p{int(q * 100)} {{{{instance}}}}")
+        (
+            f"histogram_quantile({q}, sum by (le, deployment) (rate({bucket}[5m])))",
+            f"p{int(q * 100)} {{{{deployment}}}}",
+        )
         for q in (0.5, 0.95)
     ]
 
@@ -92,44 +95,45 @@ def _variable(name: str, query: str, label: str) -> dict:
 def dashboard() -> dict:
     L = Layout()
     L.row("SGLang")
-    L.panel("Decode throughput", [(f"sum by (instance) (rate({sglang('generation_tokens_total')}[1m]))",
-                                   "{{instance}}")], "tok/s")  # fmt: skip
-    L.panel("Prompt throughput", [(f"sum by (instance) (rate({sglang('prompt_tokens_total')}[1m]))",
-                                   "{{instance}}")], "tok/s")  # fmt: skip
+    L.panel("Decode throughput", [(f"sum by (deployment) (rate({sglang('generation_tokens_total')}[1m]))",
+                                   "{{deployment}}")], "tok/s")  # fmt: skip
+    L.panel("Prompt throughput", [(f"sum by (deployment) (rate({sglang('prompt_tokens_total')}[1m]))",
+                                   "{{deployment}}")], "tok/s")  # fmt: skip
     L.panel(
         "Requests",
-        [(f"sum by (instance) ({sglang('num_running_reqs')})", "running {{instance}}"),
-         (f"sum by (instance) ({sglang('num_queue_reqs')})", "queued {{instance}}")],
+        [(f"sum by (deployment) ({sglang('num_running_reqs')})", "running {{deployment}}"),
+         (f"sum by (deployment) ({sglang('num_queue_reqs')})", "queued {{deployment}}")],
     )  # fmt: skip
-    L.panel("KV cache use", [(f"max by (instance) ({sglang('token_usage')})", "{{instance}}")], "percentunit",
+    L.panel("KV cache use", [(f"max by (deployment) ({sglang('token_usage')})", "{{deployment}}")], "percentunit",
             min=0, max=1)  # fmt: skip
     L.panel("Time to first token", quantiles("time_to_first_token_seconds"), "s")
     L.panel("Inter-token latency", quantiles("inter_token_latency_seconds"), "s")
     L.row("GPU $gpu", repeat="gpu")
-    sel = f'{INSTANCE}, gpu=~"$gpu"'
+    sel = f'{DEPLOYMENT}, gpu=~"$gpu"'
     L.panel(
         "Memory: used, planned peak, usable",
-        [(f"ktwizard_gpu_memory_used_bytes{{{sel}}}", "used {{instance}}"),
-         (f"ktwizard_gpu_memory_planned_bytes{{{sel}}}", "planned peak {{instance}}"),
-         (f"ktwizard_gpu_memory_total_bytes{{{sel}}}", "usable {{instance}}"),
-         (f"ktwizard_gpu_memory_server_bytes{{{sel}}}", "server {{instance}}")],
+        [(f"ktwizard_gpu_memory_used_bytes{{{sel}}}", "used {{deployment}}"),
+         (f"ktwizard_gpu_memory_planned_bytes{{{sel}}}", "planned peak {{deployment}}"),
+         (f"ktwizard_gpu_memory_total_bytes{{{sel}}}", "usable {{deployment}}"),
+         (f"ktwizard_gpu_memory_server_bytes{{{sel}}}", "server {{deployment}}")],
         "bytes",
         width=12,
     )  # fmt: skip
-    L.panel("Driver reserve", [(f"ktwizard_gpu_memory_reserved_bytes{{{sel}}}", "{{instance}}")], "bytes", width=6)
-    L.panel("Utilisation", [(f"ktwizard_gpu_utilization_ratio{{{sel}}}", "{{instance}}")], "percentunit", width=6)
+    L.panel("Driver reserve", [(f"ktwizard_gpu_memory_reserved_bytes{{{sel}}}", "{{deployment}}")], "bytes", width=6)
+    L.panel("Utilisation", [(f"ktwizard_gpu_utilization_ratio{{{sel}}}", "{{deployment}}")], "percentunit", width=6)
     L.row("NUMA node $node", repeat="node")
-    sel = f'{INSTANCE}, node=~"$node"'
+    sel = f'{DEPLOYMENT}, node=~"$node"'
     L.panel(
         "Memory",
-        [(f"ktwizard_numa_memory_total_bytes{{{sel}}} - ktwizard_numa_memory_free_bytes{{{sel}}}", "used {{instance}}"),
-         (f"ktwizard_numa_memory_total_bytes{{{sel}}}", "total {{instance}}")],
+        [(f"ktwizard_numa_memory_total_bytes{{{sel}}} - ktwizard_numa_memory_free_bytes{{{sel}}}",
+          "used {{deployment}}"),
+         (f"ktwizard_numa_memory_total_bytes{{{sel}}}", "total {{deployment}}")],
         "bytes",
         width=12,
     )  # fmt: skip
-    L.panel("CPU", [(f"ktwizard_numa_cpu_utilization_ratio{{{sel}}}", "{{instance}}")], "percentunit", width=12)
+    L.panel("CPU", [(f"ktwizard_numa_cpu_utilization_ratio{{{sel}}}", "{{deployment}}")], "percentunit", width=12)
     L.row("Host and container")
-    sel = INSTANCE
+    sel = DEPLOYMENT
     L.panel(
         "Host memory",
         [(f"ktwizard_host_memory_total_bytes{{{sel}}} - ktwizard_host_memory_available_bytes{{{sel}}}", "used"),
@@ -177,7 +181,7 @@ def dashboard() -> dict:
         "templating": {
             "list": [
                 {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"},
-                _variable("instance", "label_values(instance)", "instance"),
+                _variable("deployment", "label_values(deployment)", "deployment"),
                 _variable("gpu", "label_values(ktwizard_gpu_memory_used_bytes, gpu)", "GPU"),
                 _variable("node", "label_values(ktwizard_numa_memory_total_bytes, node)", "NUMA node"),
             ]

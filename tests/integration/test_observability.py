@@ -454,3 +454,118 @@ def test_a_native_server_is_monitored_whole(served, tmp_path):
     logged = set(Path(native[0]).read_text().splitlines())
     shown = [line for line in pane.splitlines() if line]
     assert shown and all(line in logged for line in shown) and "no log" not in pane  # the file's own lines
+
+
+# ---- the dashboard evaluated by a real Prometheus ----
+
+PROMETHEUS, PROMTOOL = shutil.which("prometheus"), shutil.which("promtool")
+
+
+def need_prometheus() -> None:
+    if PROMETHEUS and PROMTOOL:
+        return
+    if os.environ.get("KTWIZARD_REQUIRE_PROMETHEUS"):
+        pytest.fail("prometheus and promtool are required here (Debian's prometheus package)")
+    pytest.skip("prometheus not installed (apt-get install prometheus)")
+
+
+def start(*argv: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen(
+        list(argv), env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+
+
+def query(prom: int, expr: str) -> list:
+    r = httpx.get(f"http://127.0.0.1:{prom}/api/v1/query", params={"query": expr}, timeout=10).json()
+    assert r["status"] == "success", (expr, r)
+    return r["data"]["result"]
+
+
+@pytest.mark.docker
+def test_every_dashboard_expression_returns_data_in_a_real_prometheus(served, in_docker, tmp_path):
+    """Prometheus scrapes both deployments' servers and exporters and the real sglang-router with the scrape config
+    ktwizard renders; every dashboard expression, selected by one deployment, returns series of that deployment."""
+    import yaml
+
+    from ktwizard.monitor.prometheus import Scraped, scrape_config
+
+    need_prometheus()
+    procs = []
+    try:
+        targets = []
+        for d in (served, in_docker):
+            with_env = {**os.environ, **d["env"]}
+            rec = subprocess.run(
+                [sys.executable, "-c", f"from ktwizard.deploy import records; print(records.load({d['name']!r}).url)"],
+                env=with_env, capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            server = rec.stdout.strip().split("://", 1)[1]
+            port = free_port()
+            procs.append(
+                start(sys.executable, "-m", "ktwizard", "exporter", d["name"], "--port", str(port), env=d["env"])
+            )
+            targets.append(Scraped(d["name"], server, f"127.0.0.1:{port}"))
+            wait_http(f"http://127.0.0.1:{port}/metrics")
+        rport, rmetrics = free_port(), free_port()
+        procs.append(start(
+            sys.executable, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(rport),
+            "--worker-urls", *(f"http://{t.server}" for t in targets), "--prometheus-host", "127.0.0.1",
+            "--prometheus-port", str(rmetrics), "--log-level", "warn",
+        ))  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not _healthy(rport):
+            assert time.monotonic() < deadline, "the router did not become healthy"
+            time.sleep(0.5)
+        config = tmp_path / "prometheus.yml"
+        config.write_text(yaml.safe_dump(scrape_config(targets, router=f"127.0.0.1:{rmetrics}", interval="1s")))
+        check = subprocess.run([PROMTOOL, "check", "config", str(config)], capture_output=True, text=True, timeout=60)
+        assert check.returncode == 0, check.stdout + check.stderr
+        prom = free_port()
+        procs.append(start(
+            PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{prom}",
+        ))  # fmt: skip
+        wait_http(f"http://127.0.0.1:{prom}/-/ready", 60)
+        for _ in range(6):  # traffic through the router: counters and histograms move while Prometheus scrapes
+            httpx.post(
+                f"http://127.0.0.1:{rport}/v1/chat/completions", timeout=30,
+                json={"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8},
+            )  # fmt: skip
+            time.sleep(1)
+        deadline = time.monotonic() + 60
+        while True:
+            active = httpx.get(f"http://127.0.0.1:{prom}/api/v1/targets", timeout=10).json()["data"]["activeTargets"]
+            if len(active) == 5 and all(t["health"] == "up" for t in active):
+                break
+            assert time.monotonic() < deadline, [(t["scrapeUrl"], t["health"], t.get("lastError")) for t in active]
+            time.sleep(1)
+        time.sleep(4)  # a few more scrapes: rate() over 1m needs two samples of every series
+        missing = []
+        for panel in dashboard()["panels"]:
+            for t in panel.get("targets", ()):
+                found = False
+                # one deployment at a time: the container's families come from the one in docker, the peak check's
+                # from the native one (launched with a GPU plan and its NVML recorded)
+                for chosen in (in_docker["name"], served["name"]):
+                    expr = t["expr"].replace("$deployment", chosen).replace("$gpu", ".+").replace("$node", ".+")
+                    result = query(prom, expr)
+                    if "deployment" in expr:
+                        assert {r["metric"].get("deployment") for r in result} <= {chosen, None}, expr
+                    found = found or bool(result)
+                if not found:
+                    missing.append((panel["title"], t["expr"]))
+        assert not missing, "\n".join(f"{t}: {e}" for t, e in missing)
+        # the exporter's own output passes Prometheus' linter
+        text = httpx.get(f"http://{targets[1].exporter}/metrics", timeout=10).text
+        lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+    finally:
+        for p in procs:
+            stop(p)
+
+
+def _healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
