@@ -124,13 +124,13 @@ def cmd_fleet_plan(args: argparse.Namespace) -> int:
                 "digits, '-' and '.' (RFC 1123)"
             )
         if any(r.plan.goals.api_key_file for r in fleet.replicas):
-            from ktwizard.fleet.k8s import secret_name
+            from ktwizard.fleet.k8s import namespace, secret_name
 
             key_file = next(r.plan.goals.api_key_file for r in fleet.replicas if r.plan.goals.api_key_file)
             print(
                 "note: the workers and the router read the API key from the Secret "
                 f"{secret_name(fleet)} (the key is never written into a manifest); create it first: kubectl create "
-                f"secret generic {secret_name(fleet)} --from-file=api-key={key_file}",
+                f"secret generic {secret_name(fleet)} -n {namespace(fleet)} --from-file=api-key={key_file}",
                 file=sys.stderr,
             )
         text = k8s_text(
@@ -139,6 +139,7 @@ def cmd_fleet_plan(args: argparse.Namespace) -> int:
             router_image=args.router_image,
             weights_claim=args.weights_claim,
             nodes=_nodes(args.k8s_nodes, {m.ref for m in fleet.machines}),
+            multinode=args.k8s_multinode,
         )
     emit(text, args.out)
     if not fleet.fits:
@@ -275,6 +276,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     pp.add_argument(
         "--with-monitoring", action="store_true", help="compose: add Prometheus and Grafana, provisioned for the fleet"
+    )
+    pp.add_argument(
+        "--k8s-multinode",
+        action="store_true",
+        help="k8s: render the GPU-only multi-node launch (LeaderWorkerSet) instead of the KT fleet, sized to the "
+        "machines given",
     )
     pp.set_defaults(func=cmd_fleet_plan)
 

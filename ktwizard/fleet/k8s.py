@@ -5,12 +5,21 @@ and, where the whole model fits on GPUs across nodes, SGLang's own multi-node la
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from dataclasses import replace
 
 from ktwizard.errors import BadInput
 from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
+from ktwizard.fleet.k8s_policy import (
+    POD_SECURITY,
+    ROUTER_EXCEPTIONS,
+    SERVER_EXCEPTIONS,
+    network_policy,
+    router_security,
+    server_resources,
+    server_security,
+    skip_annotations,
+)
 from ktwizard.fleet.plan import FleetPlan, MultiNode, Replica
 from ktwizard.fleet.router import ROUTER_MODULE, discovery_args
 from ktwizard.planner.types import Plan
@@ -21,6 +30,12 @@ GROUP = "ktwizard.io"
 HOST_CLASS = f"{GROUP}/host-class"  # the node label that marks a host class when no node names are given
 START_UP_S = 3600  # a 600 GB checkpoint loads for tens of minutes
 DIST_PORT = 20000
+GPU_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def namespace(fleet: FleetPlan) -> str:
+    """Each fleet in its own namespace (named after it): its policies and RBAC touch nothing else."""
+    return dns_name(fleet.name)
 
 
 def slug(text: str, limit: int = 40) -> str:
@@ -77,16 +92,6 @@ def _probe(path: str, port: int, failures: int) -> dict:
     }
 
 
-def _memory_request(plan: Plan) -> str:
-    """The host RAM the replica's budget holds, so the scheduler only places it where it fits: the whole-host budget
-    (node -1), which already sums the NUMA nodes' items; the nodes only when there is no whole-host budget."""
-    whole = [b for b in plan.host_budgets if b.node == -1]
-    budgets = whole or list(plan.host_budgets)
-    # the OS's own reserve is the node's, not the pod's
-    used = sum(b.used - b.item("OS reserve") - b.item("OS share") for b in budgets)
-    return f"{max(1, math.ceil(used / 2**30))}Gi"
-
-
 SECRET_DIR = "/run/secrets/ktwizard"  # the Secret's volume: its key `api-key` is the file the launchers read
 SECRET_KEY_FILE = f"{SECRET_DIR}/api-key"
 
@@ -117,14 +122,14 @@ def _worker_container(plan: Plan, image: str, port: int, mounts: list[dict]) -> 
         "args": container_argv(plan, port),
         "env": [{"name": e.name, "value": e.value} for e in plan.env],
         "ports": [{"name": "http", "containerPort": port}],
-        "resources": {
-            "limits": {"nvidia.com/gpu": plan.tp},
-            "requests": {"memory": _memory_request(plan)},
-        },
-        "securityContext": {"capabilities": {"add": ["SYS_NICE"]}},
+        "imagePullPolicy": "IfNotPresent",
+        "resources": server_resources(plan, plan.tp),
+        "securityContext": server_security(),
         "volumeMounts": mounts,
         "startupProbe": _probe("/health", port, START_UP_S // 10),
         "readinessProbe": _probe("/health", port, 3),
+        # after start-up: a server that stops answering for 2 minutes is restarted
+        "livenessProbe": _probe("/health", port, 12),
     }
 
 
@@ -164,7 +169,12 @@ def _worker_deployment(
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": workload, "labels": labels, "annotations": {f"{GROUP}/plan": rep.plan.digest}},
+        "metadata": {
+            "name": workload,
+            "namespace": namespace(fleet),
+            "labels": labels,
+            "annotations": {f"{GROUP}/plan": rep.plan.digest, **skip_annotations(SERVER_EXCEPTIONS)},
+        },
         "spec": {
             "replicas": count,
             "selector": {"matchLabels": {f"{GROUP}/workload": workload}},
@@ -173,7 +183,9 @@ def _worker_deployment(
                 "metadata": {"labels": labels, "annotations": {f"{GROUP}/plan": rep.plan.digest}},
                 "spec": {
                     "affinity": _placement(workload, nodes, host_class),
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "tolerations": GPU_TOLERATIONS,
+                    "securityContext": POD_SECURITY,
+                    "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 60,
                     "containers": [_worker_container(rep.plan, image, port, mounts)],
                     "volumes": vols,
@@ -192,25 +204,32 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
     http, metrics = fleet.router_port, fleet.metrics_port
     keyed = _keyed(fleet)
     key_volume, key_mount = _secret_volume(fleet)
+    ns = namespace(fleet)
+    router_pods = {f"{GROUP}/fleet": labels[f"{GROUP}/fleet"], f"{GROUP}/role": "router"}
     return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "labels": labels}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns, "labels": labels}},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
-            "metadata": {"name": name, "labels": labels},
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
             "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "RoleBinding",
-            "metadata": {"name": name, "labels": labels},
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": [{"kind": "ServiceAccount", "name": name}],
         },
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": name, "labels": labels},
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": labels,
+                "annotations": skip_annotations(ROUTER_EXCEPTIONS),
+            },
             "spec": {
                 "replicas": 1,
                 "selector": {"matchLabels": {f"{GROUP}/fleet": labels[f"{GROUP}/fleet"], f"{GROUP}/role": "router"}},
@@ -218,11 +237,18 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
                     "metadata": {"labels": labels},
                     "spec": {
                         "serviceAccountName": name,
+                        "securityContext": POD_SECURITY,
                         **({"volumes": [key_volume]} if keyed else {}),
                         "containers": [
                             {
                                 "name": "router",
                                 "image": image,
+                                "imagePullPolicy": "IfNotPresent",
+                                "securityContext": router_security(),
+                                "resources": {
+                                    "requests": {"cpu": "500m", "memory": "256Mi"},
+                                    "limits": {"cpu": "2", "memory": "1Gi"},
+                                },
                                 # with a key: it reaches the workers as --api-key, added inside the process
                                 "command": ["python3", "-c", ROUTER_LAUNCHER, SECRET_KEY_FILE]
                                 if keyed
@@ -252,6 +278,7 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
             "kind": "Service",
             "metadata": {
                 "name": name,
+                "namespace": ns,
                 "labels": labels,
                 "annotations": {
                     "prometheus.io/scrape": "true",
@@ -265,6 +292,17 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
                     {"name": "http", "port": http, "targetPort": http},
                     {"name": "metrics", "port": metrics, "targetPort": metrics},
                 ],
+            },
+        },
+        network_policy(dns_name(f"{fleet.name}-workers"), ns, labels, selector, router_pods, fleet.router_port),
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": dns_name(f"{fleet.name}-router"), "namespace": ns, "labels": labels},
+            "spec": {  # the router is the fleet's front door: its API and metrics ports, from anywhere
+                "podSelector": {"matchLabels": router_pods},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"ports": [{"port": http}, {"port": metrics}]}],
             },
         },
     ]
@@ -293,34 +331,56 @@ def _lws_args(plan: Plan, port: int) -> list[str]:
     ]
 
 
-def _lws(fleet: FleetPlan, m: MultiNode, machines: int, image: str, weights_claim: str | None) -> list[dict]:
+def _lws(fleet: FleetPlan, m: MultiNode, machines: int, image: str, weights_claim: str | None,
+         nodes: list[str] | None) -> list[dict]:  # fmt: skip
+    """SGLang's own multi-node launch over `machines` nodes of the class: machines // nodes groups, one pod per
+    node, placed, tolerated, sized and hardened like the KT workers it replaces."""
     name = slug(f"{fleet.name}-{m.ref}-gpu-only", 50)
+    ns = namespace(fleet)
     labels = _labels(fleet, "multinode", name)
     vols, mounts = _volumes(m.plan, weights_claim)
     port = fleet.router_port
     container = {
         "name": "sglang",
         "image": image,
+        "imagePullPolicy": "IfNotPresent",
         "command": ["python3", "-m", "sglang.launch_server"],
         "args": _lws_args(m.plan, port),
-        "resources": {"limits": {"nvidia.com/gpu": m.gpus_per_node}},
-        "securityContext": {"capabilities": {"add": ["SYS_NICE"]}},
+        "resources": server_resources(m.plan, m.gpus_per_node, kt=False),
+        "securityContext": server_security(),
         "volumeMounts": mounts,
     }
     leader = {**container, "ports": [{"name": "http", "containerPort": port}]}
     leader["startupProbe"] = _probe("/health", port, START_UP_S // 10)
     leader["readinessProbe"] = _probe("/health", port, 3)
+    leader["livenessProbe"] = _probe("/health", port, 12)
 
     def pod(c: dict) -> dict:
-        return {"metadata": {"labels": labels}, "spec": {"containers": [c], "volumes": vols}}
+        return {
+            "metadata": {"labels": labels},
+            "spec": {
+                "affinity": _placement(name, nodes, slug(m.ref)),
+                "tolerations": GPU_TOLERATIONS,
+                "securityContext": POD_SECURITY,
+                "automountServiceAccountToken": False,
+                "containers": [c],
+                "volumes": vols,
+            },
+        }
 
+    group = {f"{GROUP}/workload": name}
     return [
         {
             "apiVersion": "leaderworkerset.x-k8s.io/v1",
             "kind": "LeaderWorkerSet",
-            "metadata": {"name": name, "labels": labels, "annotations": {f"{GROUP}/verdict": m.verdict}},
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": labels,
+                "annotations": {f"{GROUP}/verdict": m.verdict, **skip_annotations(SERVER_EXCEPTIONS)},
+            },
             "spec": {
-                "replicas": max(1, machines // m.nodes),
+                "replicas": machines // m.nodes,
                 "leaderWorkerTemplate": {
                     "size": m.nodes,
                     "restartPolicy": "RecreateGroupOnPodRestart",
@@ -332,10 +392,20 @@ def _lws(fleet: FleetPlan, m: MultiNode, machines: int, image: str, weights_clai
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": f"{name}-leader", "labels": labels},
+            "metadata": {"name": f"{name}-leader", "namespace": ns, "labels": labels},
             "spec": {
                 "selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
                 "ports": [{"name": "http", "port": port, "targetPort": port}],
+            },
+        },
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": f"{name}-group", "namespace": ns, "labels": labels},
+            "spec": {  # the group's own pods talk freely (NCCL picks its ports); others reach the API port only
+                "podSelector": {"matchLabels": group},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"from": [{"podSelector": {"matchLabels": group}}]}, {"ports": [{"port": port}]}],
             },
         },
     ]
@@ -347,12 +417,30 @@ def k8s_documents(
     router_image: str = DEFAULT_ROUTER_IMAGE,
     weights_claim: str | None = None,
     nodes: dict[str, list[str]] | None = None,
+    multinode: bool = False,
 ) -> list[dict]:
-    """`nodes`: host class (the --host given) -> the Kubernetes node names it stands for."""
-    docs: list[dict] = []
+    """`nodes`: host class (the --host given) -> the Kubernetes node names it stands for. `multinode`: render the
+    GPU-only multi-node launch instead of the KT fleet (the two would compete for the same GPUs)."""
+    ns = namespace(fleet)
+    docs: list[dict] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": _labels(fleet, "namespace")}}
+    ]
     machines: dict[str, int] = {}
     for machine in fleet.machines:
         machines[machine.ref] = machines.get(machine.ref, 0) + 1
+    if multinode:
+        if not fleet.multinode:
+            raise BadInput("--k8s-multinode: no host class here holds the whole model on the GPUs of several nodes")
+        for m in fleet.multinode:
+            named = (nodes or {}).get(m.ref)
+            have = len(named) if named else machines.get(m.ref, 0)
+            if have < m.nodes:
+                raise BadInput(
+                    f"--k8s-multinode: the GPU-only launch needs {m.nodes} {m.ref} machines; {have} given "
+                    f"(--host {m.ref} once per machine, or --k8s-nodes {m.ref}=NODE,...)"
+                )
+            docs += _lws(fleet, m, have, image or m.plan.image or DEFAULT_IMAGE, weights_claim, named)
+        return _unique(fleet, docs)
     seen: set[tuple[str, int | None]] = set()
     for rep in fleet.replicas:
         key = (rep.machine.ref, rep.node)
@@ -364,9 +452,10 @@ def k8s_documents(
         img = image or rep.plan.image or DEFAULT_IMAGE
         docs.append(_worker_deployment(fleet, rep, count, img, weights_claim, named))
     docs += _router(fleet, router_image)
-    for m in fleet.multinode:
-        img = image or m.plan.image or DEFAULT_IMAGE
-        docs += _lws(fleet, m, machines.get(m.ref, 0), img, weights_claim)
+    return _unique(fleet, docs)
+
+
+def _unique(fleet: FleetPlan, docs: list[dict]) -> list[dict]:
     names = [(d["kind"], d["metadata"]["name"]) for d in docs]
     if len(set(names)) != len(names):  # kubectl apply would keep only the last of two
         raise BadInput(f"fleet {fleet.name}: two Kubernetes resources would share a name; choose another --name")
@@ -383,6 +472,13 @@ def k8s_text(fleet: FleetPlan, **kw: object) -> str:
         "# Without node names (--k8s-nodes), label the planned nodes: kubectl label node NODE "
         f"{HOST_CLASS}=<class> (classes: {comment(', '.join(sorted({slug(m.ref) for m in fleet.machines})))})",
     ]
+    if kw.get("multinode"):
+        head.append("# The GPU-only alternative to the KT fleet on the same machines: apply one or the other.")
     for m in fleet.multinode:
         head.append("# " + comment(m.verdict, 400))
+    if not kw.get("multinode") and fleet.multinode:
+        head.append("# The GPU-only multi-node launch is rendered on its own: --format k8s --k8s-multinode")
+    head.append("# Policy exceptions (each on its workload as a checkov.io/skip annotation, with its reason):")
+    for cid, why in sorted({**SERVER_EXCEPTIONS, **ROUTER_EXCEPTIONS}.items()):
+        head.append(f"#   {cid}: {comment(why, 200)}")
     return "\n".join(head) + "\n" + "---\n".join(dump_yaml(d) for d in docs)

@@ -183,9 +183,39 @@ def test_every_manifest_validates(k8s_docs):
     _, docs = k8s_docs
     kinds = sorted(d["kind"] for d in docs)
     assert kinds.count("Deployment") == 3 and "Service" in kinds and "Role" in kinds
-    assert "LeaderWorkerSet" in kinds
+    assert "LeaderWorkerSet" not in kinds  # the GPU-only launch is its own rendering (--k8s-multinode)
+    assert kinds.count("Namespace") == 1 and kinds.count("NetworkPolicy") == 2
+    (ns,) = [d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"]
     for d in docs:
         _validate(d)
+        assert d["kind"] == "Namespace" or d["metadata"]["namespace"] == ns
+
+
+@pytest.fixture(scope="module")
+def multinode_docs():
+    f = fleet("kimi-k2.7-code", [XEON] * 4, context=65536, weights="/models/Kimi-K2.7-Code")
+    return f, k8s_documents(f, weights_claim="kimi-weights", multinode=True)
+
+
+def test_the_gpu_only_launch_is_opt_in_sized_placed_and_validated(multinode_docs):
+    f, docs = multinode_docs
+    assert {d["kind"] for d in docs} == {"Namespace", "LeaderWorkerSet", "Service", "NetworkPolicy"}
+    (lws,) = [d for d in docs if d["kind"] == "LeaderWorkerSet"]
+    _validate(lws)
+    (m,) = f.multinode
+    assert lws["spec"]["replicas"] == 4 // m.nodes and lws["spec"]["leaderWorkerTemplate"]["size"] == m.nodes
+    host = load_host(XEON)
+    for role in ("leaderTemplate", "workerTemplate"):
+        pod = lws["spec"]["leaderWorkerTemplate"][role]["spec"]
+        assert "ktwizard.io/host-class" in json.dumps(pod["affinity"]["nodeAffinity"])
+        assert pod["tolerations"] and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+        (c,) = pod["containers"]
+        asked = int(c["resources"]["requests"]["memory"].removesuffix("Gi")) * 2**30
+        # plain SGLang holds no CPU experts: far below the KT replica's RAM, and within the host
+        assert asked < 64 * 2**30 and asked <= host.memory.total
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    with pytest.raises(BadInput, match="needs .* machines"):
+        k8s_documents(fleet("kimi-k2.7-code", [XEON], context=65536), multinode=True)
 
 
 def test_workers_are_pinned_sized_and_probed(k8s_docs):
@@ -252,8 +282,8 @@ def test_router_flags_parse_with_the_real_router():
     assert b.service_discovery and b.service_discovery_port == 30000
 
 
-def test_the_gpu_only_launch_keeps_no_kt_flag_and_spans_the_nodes(k8s_docs):
-    _, docs = k8s_docs
+def test_the_gpu_only_launch_keeps_no_kt_flag_and_spans_the_nodes(multinode_docs):
+    _, docs = multinode_docs
     lws = [d for d in docs if d["kind"] == "LeaderWorkerSet"]
     for d in lws:
         tpl = d["spec"]["leaderWorkerTemplate"]
@@ -402,7 +432,7 @@ def test_an_api_key_reaches_the_pods_through_a_secret_never_the_manifest(tmp_pat
     docs = [d for d in yaml.safe_load_all(out.stdout) if d]
     for d in docs:
         _validate(d)
-    secret = re.search(r"kubectl create secret generic (\S+) --from-file=api-key=", out.stderr)
+    secret = re.search(r"kubectl create secret generic (\S+) -n (\S+) --from-file=api-key=", out.stderr)
     assert secret, out.stderr
     deployments = [d for d in docs if d["kind"] == "Deployment"]
     assert len(deployments) == 2
