@@ -83,7 +83,6 @@ def _variable(name: str, query: str, label: str) -> dict:
         "type": "query",
         "datasource": DS,
         "query": {"query": query, "refId": name},
-        "definition": query,
         "refresh": 2,
         "includeAll": True,
         "multi": True,
