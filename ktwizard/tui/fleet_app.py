@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid
+from textual.containers import Grid, Vertical
 from textual.message import Message
-from textual.widgets import Footer, Header
+from textual.widgets import Footer, Header, Sparkline, Static
 from textual.worker import get_current_worker
 
 from ktwizard.monitor.fleet import FleetMonitor, FleetSample, ReplicaSample
@@ -52,12 +53,31 @@ class RouterPane(Rows):
         self.show(*rows)
 
 
-class ReplicaPane(Rows):
+class ReplicaPane(Vertical):
+    """One replica: state, throughput, requests, latency, KV and memory, and its decode rate over the last two
+    minutes filling the rest of the cell."""
+
     can_focus = True
+    HISTORY = 120
+    DEFAULT_CSS = """
+    ReplicaPane > Rows { height: auto; border: none; padding: 0; min-height: 1; }
+    ReplicaPane > Sparkline { height: 1fr; min-height: 1; margin-top: 1; }
+    ReplicaPane > .caption { height: 1; color: $text-muted; }
+    """
 
     def __init__(self, name: str, host: str, **kw) -> None:
         super().__init__(**kw)
         self.border_title = f"{name} · {host}"
+        self.history: deque[float] = deque(maxlen=self.HISTORY)
+
+    def compose(self) -> ComposeResult:
+        yield Rows()
+        yield Static("decode tok/s, last 2 minutes", classes="caption")
+        yield Sparkline([], summary_function=max)
+
+    @property
+    def plain(self) -> str:
+        return self.query_one(Rows).plain
 
     def update_from(self, rep: ReplicaSample) -> None:
         srv, box = rep.sample.server, rep.sample.container
@@ -68,6 +88,11 @@ class ReplicaPane(Rows):
             rows += [
                 Text(f"decode {fmt(srv.decode_tps, ' tok/s')}  prefill {fmt(srv.prefill_tps, ' tok/s')}"),
                 Text(f"running {fmt(srv.running, '', 0)}  queued {fmt(srv.queued, '', 0)}"),
+                Text(
+                    f"TTFT p50 {fmt(srv.ttft_p50, ' s', 2)} p95 {fmt(srv.ttft_p95, ' s', 2)}   ITL p50 "
+                    f"{fmt(None if srv.itl_p50 is None else srv.itl_p50 * 1000, ' ms', 0)} p95 "
+                    f"{fmt(None if srv.itl_p95 is None else srv.itl_p95 * 1000, ' ms', 0)}"
+                ),
                 gauge("KV ", srv.kv_usage or 0, f" {fmt((srv.kv_usage or 0) * 100, '%')}", self.size.width or 40),
             ]
         elif srv is not None:
@@ -75,14 +100,18 @@ class ReplicaPane(Rows):
         if box is not None:
             rows.append(Text(f"container {box.state}, mem {human(box.mem_used) if box.mem_used is not None else '—'}"))
         rows.append(Text(f"router sent: ok {rep.routed_ok:.0f}, failed {rep.routed_failed:.0f}"))
-        self.show(*rows)
+        self.query_one(Rows).show(*rows)
+        self.history.append(srv.decode_tps or 0.0 if srv is not None and srv.up else 0.0)
+        self.query_one(Sparkline).data = list(self.history)
 
 
 class FleetApp(App):
     CSS = """
     #fleet { grid-size: 2; grid-gutter: 0; }
-    Rows, Pane { border: round $primary 60%; padding: 0 1; height: auto; min-height: 5; }
-    Rows:focus, Pane:focus { border: round $accent; }
+    #fleet > Rows, #fleet > Pane, ReplicaPane {
+        border: round $primary 60%; padding: 0 1; height: 1fr; min-height: 7;
+    }
+    #fleet > Rows:focus, #fleet > Pane:focus, ReplicaPane:focus { border: round $accent; }
     """
     TITLE = "ktwizard monitor --fleet"
     BINDINGS = [Binding("q", "quit", "quit (the fleet keeps running)"), Binding("p", "pause", "pause")]

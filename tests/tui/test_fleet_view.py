@@ -1,0 +1,52 @@
+"""`monitor --fleet` fills the screen: the panes share the grid's height, each replica pane shows its throughput,
+requests, latency, KV and the router's counts, and its decode history fills the rest of its cell."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.widgets import Sparkline
+
+from ktwizard.fleet.records import FleetRecord, ReplicaRecord, RouterRecord
+from ktwizard.monitor.fleet import FleetSample, ReplicaSample
+from ktwizard.monitor.router import RouterSample
+from ktwizard.monitor.samples import Sample, ServerSample
+from ktwizard.tui.fleet_app import FleetApp, FleetReady, ReplicaPane
+
+DEAD = "http://127.0.0.1:9"  # nothing listens: the app's own sampler reports the replicas down
+
+
+def record() -> FleetRecord:
+    router = RouterRecord(kind="native", url=DEAD, metrics_url=DEAD)
+    replicas = tuple(ReplicaRecord(name=f"r{i}", url=DEAD, host="xeon") for i in range(2))
+    return FleetRecord(name="f", model="m", policy="cache_aware", router=router, replicas=replicas)
+
+
+def sample(t: float, decode: float) -> FleetSample:
+    server = ServerSample(up=True, running=2, queued=0, decode_tps=decode, prefill_tps=900, kv_usage=0.4,
+                          ttft_p50=0.8, ttft_p95=1.9, itl_p50=0.05, itl_p95=0.09)  # fmt: skip
+    reps = tuple(ReplicaSample(f"r{i}", DEAD, "xeon", True, 10, 0, Sample(t=t, server=server)) for i in range(2))
+    return FleetSample(t, "f", DEAD, RouterSample(up=True, ready=True), reps, Sample(t=t))
+
+
+def test_the_fleet_view_fills_the_screen_and_every_replica_pane_says_enough():
+    async def run() -> None:
+        app = FleetApp(record(), interval=60, gpus=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.paused = True  # the panes below show the samples posted here
+            for k in range(5):
+                app.post_message(FleetReady(sample(float(k), 10.0 + k)))
+            await pilot.pause(0.3)
+            grid = app.query_one("#fleet")
+            panes = list(grid.children)
+            rows_used = sum(p.region.height for p in panes) / 2  # two columns
+            assert rows_used >= 0.9 * grid.region.height, (rows_used, grid.region.height)
+            for pane in app.query(ReplicaPane):
+                text = pane.plain
+                for words in ("decode", "running", "TTFT p50", "KV", "router sent"):
+                    assert words in text, (words, text)
+                spark = pane.query_one(Sparkline)
+                assert list(spark.data or [])[-5:] == [10.0, 11.0, 12.0, 13.0, 14.0]
+                assert spark.region.height >= 3  # the history takes the room the text leaves
+
+    asyncio.run(run())
