@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -98,7 +98,8 @@ def _load_one(preset_id: str) -> Preset:
 @cache
 def _spec(preset_id: str) -> ModelSpec:
     p = get_preset(preset_id)
-    return build_spec(parse_config(p.config, f"preset {preset_id}"), p.id, p.name, source=f"preset:{p.id}")
+    spec = build_spec(parse_config(p.config, f"preset {preset_id}"), p.id, p.name, source=f"preset:{p.id}")
+    return replace(spec, repos=p.hf_repos)
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,7 @@ class ModelSpec:
     exact: bool = field(default=False, compare=False)  # True when bytes were read from safetensors headers
     # MTP / next-n layers a checkpoint carries: loaded only for speculative decoding, so apart from the groups.
     mtp_bytes: int = field(default=0, compare=False)
+    repos: tuple[str, ...] = field(default=(), compare=False)  # Hugging Face repositories holding this checkpoint
 
     @property
     def moe_layer_count(self) -> int:

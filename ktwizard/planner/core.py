@@ -20,6 +20,7 @@ from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, lay
 from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
+from ktwizard.planner.weights import download
 from ktwizard.units import human
 
 AUTO_CONTEXT_CAP = 131072
@@ -175,6 +176,9 @@ def plan(
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
     notes += why_notes + _notes(goals, choice, sizing, budgets, gpus, threads)
+    fetch = download(spec, _model_path(goals, spec), host.disk)
+    if fetch is not None:
+        notes.insert(0, fetch)
     ref = ModelRef(
         id=spec.id,
         name=spec.name or spec.id,

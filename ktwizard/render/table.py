@@ -16,7 +16,16 @@ WIDTH = 80
 
 
 def wrap(text: str, indent: str = "", hang: str = "    ") -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + hang) or [indent]
+    # commands are copied from here: never break a flag at its hyphen or a path mid-word
+    lines = textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent + hang,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+    return lines or [indent]
 
 
 def _bar(n: int, total: int) -> str:

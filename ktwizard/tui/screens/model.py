@@ -86,11 +86,18 @@ class ModelScreen(Step):
     @on(OptionList.OptionSelected, "#presets")
     def chosen(self, event: OptionList.OptionSelected) -> None:
         """A preset is chosen; the weights folder comes next, then ^n (never a jump past it)."""
+        from ktwizard.models.presets import get_preset
+        from ktwizard.planner.weights import download
+
         self.state.preset, self.state.model_dir = event.option.id, None
-        self.query_one("#model-info", Static).update(
-            Text(f"preset {event.option.id} chosen: give the weights folder the server loads (or leave it empty to "
-                 "plan only), then ^n", style="green")
-        )  # fmt: skip
+        info = Text(f"preset {event.option.id} chosen: give the weights folder the server loads (or leave it empty to "
+                    "plan only), then ^n", style="green")  # fmt: skip
+        spec = get_preset(str(event.option.id)).spec()
+        folder = self.query_one("#weights", Input).value.strip() or f"/models/{spec.id}"
+        fetch = download(spec, folder, None)
+        if fetch is not None:  # the command on a line of its own: copied whole, never wrapped mid-word
+            info += Text("\n" + fetch.text.split(": ", 1)[0] + ":\n") + Text(fetch.text.split(": ", 1)[1], "bold")
+        self.query_one("#model-info", Static).update(info)
         self.query_one("#weights", Input).focus()
 
     @on(Input.Submitted, "#weights")
