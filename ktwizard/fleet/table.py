@@ -19,21 +19,28 @@ def fleet_table(fleet: FleetPlan) -> str:
         f"router: sglang-router, policy {fleet.policy}, clients use http://{fleet.bind}:{fleet.router_port}/v1, "
         f"metrics on port {fleet.metrics_port}",
         "",
-        f"{'replica':<8}{'machine':<30}{'NUMA':<6}{'GPUs':<10}{'port':<7}{'GPU exp':>8}{'context':>9}"
-        f"{'decode':>9}  fits",
     ]
+    head = ("replica", "machine", "NUMA", "GPUs", "port", "GPU exp", "context", "decode", "fits")
+    right = {5, 6, 7}  # numbers line up on the right
+    rows: list[tuple[tuple[str, ...], list[str]]] = []
     for r in fleet.replicas:
         p = r.plan
         decode = f"{p.forecast.at_goals.tok_s_per_stream:.1f}" if p.forecast else "-"
-        machine = comment(f"{r.machine.ref} #{r.machine.index}", 29)
-        out.append(
-            f"{r.name:<8}{machine:<30}{'all' if r.node is None else r.node:<6}"
-            f"{','.join(map(str, p.gpus)) or '-':<10}{r.port:<7}{p.gpu_experts:>8}"
-            f"{p.flag('--context-length') or '-':>9}{decode:>9}  {'yes' if p.fits else 'NO'}"
+        cells = (
+            comment(r.name, 60),
+            comment(f"{r.machine.ref} #{r.machine.index}", 60),
+            "all" if r.node is None else str(r.node),
+            ",".join(map(str, p.gpus)) or "-",
+            str(r.port),
+            str(p.gpu_experts),
+            str(p.flag("--context-length") or "-"),
+            decode,
+            "yes" if p.fits else "NO",
         )
+        extra = []
         worst = max(p.gpu_budgets, key=lambda b: b.used / max(1, b.total), default=None)
         if worst is not None:
-            out.append(
+            extra.append(
                 f"{'':8}GPU {worst.gpu}: {human(worst.used)} of {human(worst.total)} at {worst.binding}; "
                 + "; ".join(
                     f"RAM{'' if h.node < 0 else ' node ' + str(h.node)} {human(h.used)} of {human(h.capacity)}"
@@ -41,7 +48,19 @@ def fleet_table(fleet: FleetPlan) -> str:
                 )
             )
         for o in p.overflows:
-            out += textwrap.wrap(comment(o, 400), 100, initial_indent=" " * 8 + "! ", subsequent_indent=" " * 10)
+            extra += textwrap.wrap(comment(o, 400), 100, initial_indent=" " * 8 + "! ", subsequent_indent=" " * 10)
+        rows.append((cells, extra))
+    # every column as wide as its widest cell, two spaces apart: long names never run into the next column
+    widths = [max(len(head[i]), *(len(c[i]) for c, _ in rows)) for i in range(len(head))]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths,
+                         strict=True))).rstrip()  # fmt: skip
+
+    out.append(line(head))
+    for shown, extra in rows:
+        out.append(line(shown))
+        out += extra
     out.append("")
     out.append("replicas per machine:")
     for c in fleet.choices:
@@ -51,7 +70,7 @@ def fleet_table(fleet: FleetPlan) -> str:
     if fleet.multinode:
         out.append("")
         out.append(
-            "all experts on GPUs across nodes (SGLang multi-node, rendered as a LeaderWorkerSet by --format k8s):"
+            "all experts on GPUs across nodes (SGLang multi-node, a LeaderWorkerSet by --format k8s --k8s-multinode):"
         )
         for m in fleet.multinode:
             out += textwrap.wrap(comment(m.verdict, 600), 100, initial_indent="  ", subsequent_indent="    ")

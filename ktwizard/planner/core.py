@@ -226,11 +226,19 @@ def plan(
         from ktwizard.planner.layers import place_layers
 
         result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
+    from ktwizard.planner import wins
+
+    replan = lambda g: plan(host, spec, g, hints, recipe, trial=True)  # noqa: E731
     if not result.fits:
         from ktwizard.planner.fit import suggest
 
-        replan = lambda g: plan(host, spec, g, hints, recipe, trial=True)  # noqa: E731
-        result = replace(result, suggestions=tuple(suggest(host, spec, goals, replan)))
+        trial_of = lambda h, sp, g, hi: plan(h, sp, g, hi, trial=True)  # noqa: E731
+        hints_now = wins.fitting_alternatives(host, spec, goals, trial_of)
+        result = replace(result, suggestions=tuple(suggest(host, spec, goals, replan)), notices=(*result.notices,
+                         *hints_now))  # fmt: skip
+    else:
+        found = wins.method_wins(host, spec, result, replan) + wins.context_wins(host, spec, result, replan)
+        result = replace(result, notices=(*result.notices, *found))
     return result
 
 

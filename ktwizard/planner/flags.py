@@ -49,7 +49,12 @@ def build_flags(
             if choice.native
             else f"{choice.method} CPU weights converted ahead of time",
         ),
-        Flag("--served-model-name", served, "the model id clients send (GitHub Copilot keys Kimi fixes on it)"),
+        Flag(
+            "--served-model-name",
+            served,
+            "the model id clients send"
+            + (" (GitHub Copilot keys its Kimi fixes on it)" if spec.id.startswith("kimi") else ""),
+        ),
         Flag("--host", goals.bind, "listen address; 127.0.0.1 unless you ask otherwise"),
         Flag("--port", goals.port, "HTTP port"),
         Flag(

@@ -58,7 +58,9 @@ def host_budgets(
         budgets.append(HostBudget(node=n.id, capacity=cap, items=tuple(items)))
     scratch = sum(i.bytes for b in budgets for i in b.items if i.name == "CPU-MoE scratch")
     whole = [
-        BudgetItem("CPU experts", all_experts, "sum over the NUMA nodes", "weights"),
+        BudgetItem(
+            "CPU experts", all_experts, "sum over the NUMA nodes; " + _reconcile(spec, method, all_experts), "weights"
+        ),
         *([BudgetItem("CPU-MoE scratch", scratch, "sum over the NUMA nodes", "runtime", True)] if scratch else []),
         BudgetItem(
             "KT pinned buffers",
@@ -83,3 +85,17 @@ def host_budgets(
         BudgetItem("OS reserve", os_reserve, "kernel, page tables and other services: max(4 GiB, 4 %)", "before", True),
     ]
     return (HostBudget(node=-1, capacity=usable, items=tuple(whole)), *budgets)
+
+
+def _reconcile(spec: ModelSpec, method: str, cpu: int) -> str:
+    """Why this differs from the checkpoint's routed-expert total (`ktwizard presets`' 'routed' column)."""
+    from ktwizard.units import human
+
+    routed = spec.routed_bytes
+    if cpu == routed:
+        return f"the checkpoint's routed experts as stored ({human(routed)})"
+    return (
+        f"the checkpoint stores the routed experts in {human(routed)} ({spec.expert_format.describe()}); {method} "
+        f"holds them in {human(cpu)} (its own weights and scales layout), every expert including those also on "
+        "the GPUs"
+    )

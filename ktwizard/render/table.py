@@ -147,7 +147,8 @@ def table_text(plan: Plan, explain: bool = False) -> str:
     if explain:
         out.append("\nEvery flag and why:")
         for flag in plan.flags:
-            out.append(f"  {flag.name} {'' if flag.value is True else flag.value}")
+            value = " ".join(map(str, flag.value)) if isinstance(flag.value, tuple) else flag.value
+            out.append(f"  {flag.name} {'' if flag.value is True else value}")
             out += wrap(flag.why, "      ", "")
         out.append("Environment:")
         for e in plan.env:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 import yaml
-from conftest import ORACLES, run_cli
+from conftest import ORACLES, REPO, run_cli
 
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.fleet.compose import compose_fleet
@@ -445,3 +445,19 @@ def test_an_api_key_reaches_the_pods_through_a_secret_never_the_manifest(tmp_pat
         assert mount["readOnly"] and c["command"][:2] == ["python3", "-c"]
         assert c["command"][3] == mount["mountPath"] + "/api-key"
         assert "--api-key=' + key" in c["command"][2]  # the key joins sys.argv inside the process only
+
+
+def test_fleet_table_columns_never_run_into_each_other(tmp_path):
+    """A long host-spec name and eight GPUs: every row still splits into its nine columns (two spaces apart)."""
+    long_name = tmp_path / "a-machine-with-a-rather-long-host-class-name-8gpu.yaml"
+    base = yaml.safe_load((REPO / "assets" / "hosts" / f"{XEON}.yaml").read_text())
+    base["gpus"] = [dict(base["gpus"][0], count=8)] if "count" in base["gpus"][0] else base["gpus"] * 2
+    long_name.write_text(yaml.safe_dump(base))
+    out = run_cli("fleet", "plan", "--preset", "qwen3-30b-a3b", "--host", str(long_name), "--context", "32768")
+    assert out.returncode in (0, 3), out.stderr
+    lines = out.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("replica "))
+    rows = [line for line in lines[start:] if re.match(r"r\d+ ", line)]
+    assert rows
+    for row in [lines[start], *rows]:
+        assert len(re.split(r"\s{2,}", row.strip())) == 9, row
