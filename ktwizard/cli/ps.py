@@ -33,6 +33,29 @@ def cmd_ps(args: argparse.Namespace) -> int:
     return 0
 
 
+class LoadingLine:
+    """`loading ... 12s` kept on one line of a terminal (rewritten in place, ended before any other message); in a
+    pipe or a log, one line every 10 s instead of carriage returns."""
+
+    def __init__(self, stream) -> None:
+        self.stream, self.tty, self.open, self.last = stream, stream.isatty(), False, -10.0
+
+    def show(self, elapsed: float) -> None:
+        if self.tty:
+            self.stream.write(f"\r\x1b[K  loading ... {elapsed:5.0f}s")
+            self.open = True
+        elif elapsed - self.last >= 10:
+            self.stream.write(f"  loading ... {elapsed:.0f}s\n")
+            self.last = elapsed
+        self.stream.flush()
+
+    def end(self) -> None:
+        if self.open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open = False
+
+
 def cmd_restart(args: argparse.Namespace) -> int:
     """Restart a ktwizard container in place and wait until it answers /health again."""
     import httpx
@@ -52,22 +75,25 @@ def cmd_restart(args: argparse.Namespace) -> int:
     print(f"restarting {args.name} ...", file=sys.stderr, flush=True)
     started = time.monotonic()
     container.restart(timeout=30)
+    progress = LoadingLine(sys.stderr)
     while time.monotonic() - started < args.timeout:
         container.reload()
         state = container.attrs.get("State") or {}
         if not state.get("Running"):
+            progress.end()
             raise KtwizardError(
                 f"{args.name} exited with code {state.get('ExitCode')} while restarting: ktwizard logs {args.name}"
             )
         try:
             if httpx.get(f"{url}/health", timeout=3).status_code == 200:
+                progress.end()
                 print(f"{args.name} ready again in {time.monotonic() - started:.1f}s at {url}", file=sys.stderr)
                 return 0
         except httpx.HTTPError:
             pass
-        elapsed = time.monotonic() - started
-        print(f"\r  loading ... {elapsed:5.0f}s", end="", file=sys.stderr, flush=True)
+        progress.show(time.monotonic() - started)
         time.sleep(1)
+    progress.end()
     raise KtwizardError(
         f"{args.name} was not ready after {args.timeout:.0f}s; it keeps loading: ktwizard logs {args.name}"
     )
