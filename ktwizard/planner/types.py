@@ -36,6 +36,7 @@ class Goals:
     chat_template: str | None = None
     served_name: str | None = None
     api_key_file: str | None = None  # the server's API key is read from this file at start (never in an argv)
+    name: str | None = None  # the deployment's (container's) name; None: ktwizard-<model id>
 
 
 @dataclass(frozen=True)

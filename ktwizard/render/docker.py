@@ -18,7 +18,9 @@ NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}")
 
 
 def container_name(plan: Plan) -> str:
-    """The deployment's default name, the same in every rendering and at launch."""
+    """The deployment's name, the same in every rendering and at launch: the one asked for, else ktwizard-<model>."""
+    if plan.goals.name:
+        return plan.goals.name
     return "ktwizard-" + (re.sub(r"[^a-zA-Z0-9_.-]+", "-", plan.model.id).strip("-.") or "model")[:53]
 
 

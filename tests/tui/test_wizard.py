@@ -293,3 +293,29 @@ def test_inspecting_a_folder_of_fifos_never_hangs_the_wizard(tmp_path):
 
     said = asyncio.run(go())
     assert "not a regular file" in said, said
+
+
+def test_the_launch_tabs_render_what_the_typed_options_launch():
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot)
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            assert app.sub_title == "4 Launch"
+            await set_input(pilot, "name", "my-kimi")
+            await set_input(pilot, "port", "31234")
+            await set_input(pilot, "image", "registry.local/sglang-kt:v9")
+            await set_input(pilot, "env", "HF_HUB_OFFLINE=1")
+            docker = app.screen.query_one("#text-docker").text
+            compose = app.screen.query_one("#text-compose").text
+            args = app.screen.query_one("#text-args").text
+            await set_input(pilot, "port", "70000")  # not a port: one clear line; the tabs keep the plan's port
+            bad = text(app, "image-status")
+            return docker, compose, args, bad
+
+    docker, compose, args, bad = asyncio.run(go())
+    assert "--name my-kimi" in docker and "127.0.0.1:31234:31234" in docker and "registry.local/sglang-kt:v9" in docker
+    assert "HF_HUB_OFFLINE=1" in docker and "container_name: my-kimi" in compose
+    assert "--port 31234" in args
+    assert "port" in bad and "65535" in bad

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TextIO, cast
 
-from textual import work
+from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical
@@ -23,6 +24,7 @@ from textual.widgets import (
 )
 
 from ktwizard.errors import KtwizardError
+from ktwizard.planner.types import Plan
 from ktwizard.tui.screens.base import Step
 from ktwizard.tui.state import WizardHost
 
@@ -78,6 +80,54 @@ class LaunchScreen(Step):
         super().on_mount()
         self.query_one("#launch-log", RichLog).border_title = "launch log (phases, plan vs actual, peak check, clients)"
 
+    def shown(self) -> Plan:
+        """The plan as the options typed below would launch it: name, port, image and environment (a value that
+        is not valid yet keeps the plan's own, and says why)."""
+        from dataclasses import replace
+
+        from ktwizard.inputs import parse_count, parse_env
+        from ktwizard.planner.types import EnvVar
+        from ktwizard.render.docker import check_name
+
+        plan, problems = self.plan, []
+        goals = plan.goals
+        name = self.query_one("#name", Input).value.strip()
+        try:
+            goals = replace(goals, name=check_name(name) if name else None)
+        except KtwizardError as exc:
+            problems.append(exc.message)
+        port = self.query_one("#port", Input).value.strip()
+        try:
+            if port:
+                goals = replace(goals, port=parse_count(port, "port", 1, 65535))
+        except KtwizardError as exc:
+            problems.append(exc.message)
+        flags = tuple(replace(f, value=goals.port) if f.name == "--port" else f for f in plan.flags)
+        image = self.query_one("#image", Input).value.strip() or plan.image
+        env = plan.env
+        try:
+            extra = parse_env([kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()])
+            env = tuple(e for e in env if e.name not in extra) + tuple(
+                EnvVar(k, v, "set on the Launch step") for k, v in extra.items()
+            )
+        except KtwizardError as exc:
+            problems.append(exc.message)
+        self.query_one("#image-status", Static).update(Text("; ".join(problems), style="red") if problems else "")
+        return replace(plan, goals=goals, flags=flags, image=image, env=env)
+
+    @on(Input.Changed, "#name, #port, #image, #env")
+    def rerender(self) -> None:
+        """The tabs show what `l` will launch, as it is typed."""
+        from ktwizard.render.formats import TABS
+
+        plan = self.shown()
+        for fmt in TABS:
+            try:
+                text = fmt.render(plan)
+            except KtwizardError as exc:
+                text = f"# {exc.message}"
+            self.query_one(f"#text-{fmt.name}", TextArea).load_text(text)
+
     def current(self) -> str:
         tab = self.query_one("#formats", TabbedContent).active or "tab-args"
         return self.query_one(f"#text-{tab[4:]}", TextArea).text
@@ -114,10 +164,10 @@ class LaunchScreen(Step):
 
     def _confirmed(self, yes: bool | None) -> None:
         if yes:
-            self.launch_worker()
+            self.launch_worker(self.shown())  # exactly what the tabs show
 
     @work(thread=True, exclusive=True)
-    def launch_worker(self) -> None:
+    def launch_worker(self, plan: Plan) -> None:
         import io
 
         from ktwizard.deploy.launch import follow_startup
@@ -125,7 +175,6 @@ class LaunchScreen(Step):
         from ktwizard.deploy.runners import launch_options, start
         from ktwizard.inputs import parse_count, parse_env
 
-        plan = self.plan
         log = self.query_one("#launch-log", RichLog)
         try:
             port = self.query_one("#port", Input).value.strip()
