@@ -35,6 +35,12 @@ def build_parser() -> argparse.ArgumentParser:
     from ktwizard.cli.examples import EXAMPLES
 
     p.add_argument("--profile", metavar="FILE|NAME", help="open the wizard on a saved deployment profile")
+    p.add_argument(
+        "--host",
+        dest="wizard_host",
+        metavar="FILE|NAME",
+        help="open the wizard on a saved (probe --save) or hand-written host spec, or a bundled host",
+    )
     p.add_argument("--version", action="version", version=f"ktwizard {__version__} (plans for sglang-kt 0.7.2)")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     for name in GROUPS:

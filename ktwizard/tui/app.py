@@ -27,6 +27,7 @@ class StepCommands(Provider):
             ("Go to launch", partial(app.goto, "launch")),
             ("Save deployment profile", app.save_profile),
             ("Re-probe this machine", app.reprobe),
+            ("Open the monitor", app.open_monitor),
         ]
         matcher = self.matcher(query)
         for name, fn in actions:
@@ -99,6 +100,23 @@ class WizardApp(App):
             self.push_screen(order[step]())
         else:
             self.notify(f"finish the earlier steps before {step}", severity="warning")
+
+    def open_monitor(self) -> None:
+        from ktwizard.tui.screens import LaunchScreen
+
+        if self.state.launched is None:
+            self.notify("nothing launched yet: launch from the Launch step (l)", severity="warning")
+            return
+        launch = next((s for s in self.screen_stack if isinstance(s, LaunchScreen)), None)
+        if launch is None:
+            self.goto("launch")
+            launch = cast(LaunchScreen, self.screen)
+        launch.action_monitor()
+
+    async def action_quit(self) -> None:
+        d = self.state.launched
+        self.exit(message=f"{d.name} keeps running: ktwizard monitor {d.name} watches it, ktwizard stop {d.name} "
+                  "stops it" if d else None)  # fmt: skip
 
     def reprobe(self) -> None:
         self.goto_host()

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ktwizard.host.profile import HostProfile
 from ktwizard.planner.types import Goals, Plan
 from ktwizard.profiles import Profile
 from ktwizard.profiles import save_profile as save
+
+if TYPE_CHECKING:
+    from ktwizard.deploy.records import Deployment
 
 
 @dataclass
@@ -20,6 +23,7 @@ class WizardState:
     model_dir: str | None = None
     goals: Goals = field(default_factory=Goals)
     plan: Plan | None = None
+    launched: Deployment | None = None  # what this wizard started: the monitor key and the farewell name it
     _model: object | None = field(default=None, repr=False)
     _model_key: tuple | None = field(default=None, repr=False)
 

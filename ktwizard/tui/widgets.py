@@ -138,15 +138,40 @@ def notes_text(plan: Plan) -> Text:
     return t
 
 
-def flags_table(plan: Plan):
-    """Every flag with its reason, the reason wrapped to the width (never cut)."""
-    from rich.table import Table
+WIDE_FLAGS = 110  # narrower than this, each reason goes under its flag instead of into a thin column
 
-    table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
-    table.add_column("flag", no_wrap=True)
-    table.add_column("value", overflow="fold", max_width=28)
-    table.add_column("why", ratio=1, overflow="fold")
-    for f in plan.flags:
-        value = " ".join(map(str, f.value)) if isinstance(f.value, tuple) else str(f.value)
-        table.add_row(f.name, "" if f.value is True else value, f.why)
-    return table
+
+class FlagsView:
+    """Every flag with its reason, wrapped to the width and never cut: a table when the pane is wide, each flag on
+    its line with the reason indented under it when it is not (80 columns leave a reason column nine wide)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+    def __rich_console__(self, console, options):
+        from rich.padding import Padding
+        from rich.table import Table
+
+        rows = [(f.name, _value(f.value), f.why) for f in self.plan.flags]
+        if options.max_width >= WIDE_FLAGS:
+            table = Table(expand=True, show_edge=False, pad_edge=False, box=None, header_style="bold")
+            table.add_column("flag", no_wrap=True)
+            table.add_column("value", overflow="fold", max_width=28)
+            table.add_column("why", ratio=1, overflow="fold")
+            for row in rows:
+                table.add_row(*row)
+            yield table
+            return
+        for name, value, why in rows:
+            yield Text(name, style="bold") + Text(f" {value}" if value else "")
+            yield Padding(Text(why, style="grey70"), (0, 0, 0, 4))
+
+
+def _value(value: object) -> str:
+    if value is True:
+        return ""
+    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def flags_table(plan: Plan) -> FlagsView:
+    return FlagsView(plan)

@@ -187,9 +187,29 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
                     break
             assert isinstance(app.screen, MonitorScreen), [line for line in s.query_one("#launch-log").lines]
             assert "decode" in app.screen.query_one("#throughput").plain
+            await pilot.press("escape")  # back to the launch summary ...
+            await pilot.pause()
+            assert app.sub_title == "4 Launch" and len(s.query_one("#launch-log").lines) > 2
+            await pilot.press("m")  # ... and the monitor one key away
+            await pilot.pause()
+            assert isinstance(app.screen, MonitorScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+            await app.run_action("command_palette")
+            await pilot.pause()
+            await pilot.press(*"open the monitor")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+            assert isinstance(app.screen, MonitorScreen)
+            await pilot.press("q")
+            await pilot.pause()
+        return app
 
     try:
-        asyncio.run(go())
+        app = asyncio.run(go())
+        assert app._exit_renderables and f"{name} keeps running" in str(app._exit_renderables[0])
+        assert f"ktwizard stop {name}" in str(app._exit_renderables[0])
     finally:
         run_cli("stop", name)
 
@@ -319,3 +339,61 @@ def test_the_launch_tabs_render_what_the_typed_options_launch():
     assert "HF_HUB_OFFLINE=1" in docker and "container_name: my-kimi" in compose
     assert "--port 31234" in args
     assert "port" in bad and "65535" in bad
+
+
+def test_the_host_step_takes_enter_on_its_selector_and_a_spec_file(tmp_path):
+    spec = tmp_path / "mine.yaml"
+    spec.write_text(
+        "gpus: [{name: NVIDIA GeForce RTX 4090, memory_gib: 24}]\n"
+        "cpu: {model: AMD EPYC 9355 32-Core Processor, cores_per_socket: 32, flags: [avx512f, avx512_bf16]}\n"
+        "memory_gib: 512\nmemory: {type: DDR5, speed_mts: 6000, channels_per_socket: 12}\n"
+    )
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(100, 30)) as pilot:
+            sel = app.screen.query_one("#host-select")
+            sel.focus()
+            await pilot.press("enter")  # opens the list
+            await pilot.pause()
+            await pilot.press("down", "enter")
+            await pilot.pause(0.3)
+            picked = app.state.host_ref
+            box = app.screen.query_one("#host-file")
+            box.focus()
+            await pilot.press(*"nosuch.yaml")  # typed letters stay letters: no re-probe on "r"
+            await pilot.press("enter")
+            await pilot.pause()
+            bad = rendered(app, "host-warnings")
+            box.value = str(spec)
+            await pilot.press("enter")
+            await pilot.pause()
+            return picked, bad, app.state.host_ref, app.state.host
+
+    picked, bad, ref, host = asyncio.run(go())
+    assert picked not in (None, "rtx-pro-6000-epyc-9355")
+    assert "nosuch.yaml" in bad
+    assert ref == str(spec) and host.memory.speed.speed_mts == 6000 and host.gpus.devices[0].name.endswith("4090")
+    out = run_cli("--host", str(tmp_path / "missing.yaml"))
+    assert out.returncode == 2 and "missing.yaml" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_at_80x24_reasons_sit_under_their_flags_and_the_launch_log_has_room():
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await to_plan(pilot)
+            flags = rendered(app, "flags")
+            plan = app.state.plan
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            log = app.screen.query_one("#launch-log").region.height - 2  # inside its border
+            return flags, plan, log
+
+    flags, plan, log = asyncio.run(go())
+    lines = flags.splitlines()
+    for f in plan.flags:
+        (at,) = [i for i, line in enumerate(lines) if line.startswith(f.name + " ") or line.rstrip() == f.name]
+        reason = " ".join(line.strip() for line in lines[at + 1 : at + 1 + len(f.why) // 20 + 3])
+        assert lines[at + 1].startswith("    ") and " ".join(f.why.split()[:3]) in reason, f.name
+    assert log >= 4

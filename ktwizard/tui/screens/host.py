@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,6 +10,7 @@ from textual.containers import Grid, VerticalScroll
 from textual.widgets import (
     Footer,
     Header,
+    Input,
     Select,
     Static,
 )
@@ -21,19 +23,24 @@ from ktwizard.tui.widgets import host_cards, warnings_text
 class HostScreen(Step):
     STEP = "1 Host"
     BINDINGS = [*Step.BINDINGS, Binding("r", "reprobe", "re-probe")]
+    LETTERS = Step.LETTERS | {"reprobe"}  # "r" typed into the spec-file box is a letter, not a re-probe
 
     def compose(self) -> ComposeResult:
         from ktwizard.host.spec import bundled_hosts
 
         yield Header(show_clock=False)
         with VerticalScroll():
+            names = bundled_hosts()
+            ref = self.state.host_ref
+            given = [(ref, ref)] if ref and ref not in names else []  # a spec file given with --host
             yield Select(
-                [("this machine (probe)", "")] + [(n, n) for n in bundled_hosts()],
+                [("this machine (probe)", "")] + given + [(n, n) for n in names],
                 prompt="host",
-                value=self.state.host_ref or "",
+                value=ref or "",
                 id="host-select",
                 allow_blank=False,
             )
+            yield Input(placeholder="or a host spec file: saved by probe --save, or hand-written", id="host-file")
             yield Grid(id="cards")
             yield Static(id="host-warnings")
         yield Footer()
@@ -76,6 +83,22 @@ class HostScreen(Step):
         from ktwizard.host.spec import load_host
 
         self._probed(load_host(str(event.value)), str(event.value))
+
+    @on(Input.Submitted, "#host-file")
+    def spec_file(self, event: Input.Submitted) -> None:
+        from ktwizard.errors import KtwizardError
+        from ktwizard.host.spec import load_host
+
+        path = event.value.strip()
+        if not path:
+            return
+        try:
+            host = load_host(path)
+        except KtwizardError as exc:
+            self.query_one("#host-warnings", Static).update(Text(exc.message, style="red"))
+            return
+        self._probed(host, path)
+        self.notify(f"host from {path}")
 
     def action_next(self) -> None:
         if self.state.host is not None:

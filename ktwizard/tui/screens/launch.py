@@ -38,8 +38,32 @@ class LaunchScreen(Step):
         Binding("c", "copy", "copy"),
         Binding("s", "save", "save to file"),
         Binding("l", "launch", "launch…"),
+        Binding("m", "monitor", "monitor"),
     ]
-    LETTERS = Step.LETTERS | {"copy", "save", "launch"}
+    LETTERS = Step.LETTERS | {"copy", "save", "launch", "monitor"}
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "monitor" and cast(WizardHost, self.app).state.launched is None:
+            return False  # nothing launched yet: no key in the footer
+        return super().check_action(action, parameters)
+
+    def action_monitor(self) -> None:
+        """Back to the monitor of what this wizard launched (Esc there comes back here)."""
+        from ktwizard.tui.monitor_app import MonitorScreen
+
+        d = cast(WizardHost, self.app).state.launched
+        if d is None:
+            self.notify("nothing launched yet: l launches", severity="warning")
+            return
+        self.app.push_screen(
+            MonitorScreen(
+                url=d.url,
+                container=d.name if d.kind == "docker" else None,
+                predicted=self.plan.predicted_peaks(),
+                gpus=cast(WizardHost, self.app).gpus,
+                deployment=d.name,
+            )
+        )
 
     def compose(self) -> ComposeResult:
         from ktwizard.render.docker import container_name
@@ -214,16 +238,6 @@ class LaunchScreen(Step):
             self.app.call_from_thread(log.write, f"FAILED: {exc.message}")
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
             return
-        from ktwizard.tui.monitor_app import MonitorScreen
-
-        predicted = plan.predicted_peaks()
-        self.app.call_from_thread(
-            self.app.push_screen,
-            MonitorScreen(
-                url=deployment.url,
-                container=deployment.name if deployment.kind == "docker" else None,
-                predicted=predicted,
-                gpus=cast(WizardHost, self.app).gpus,
-                deployment=deployment.name,
-            ),
-        )
+        cast(WizardHost, self.app).state.launched = deployment
+        self.app.call_from_thread(self.refresh_bindings)
+        self.app.call_from_thread(self.action_monitor)
