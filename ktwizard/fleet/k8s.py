@@ -4,12 +4,22 @@ and, where the whole model fits on GPUs across nodes, SGLang's own multi-node la
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import replace
-
 from ktwizard.errors import BadInput
 from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
+from ktwizard.fleet.k8s_multinode import lws_documents
+from ktwizard.fleet.k8s_parts import (
+    GPU_TOLERATIONS,
+    GROUP,
+    HOST_CLASS,
+    START_UP_S,
+    dns_name,
+    fleet_labels,
+    http_probe,
+    namespace,
+    node_placement,
+    slug,
+    weight_volumes,
+)
 from ktwizard.fleet.k8s_policy import (
     POD_SECURITY,
     ROUTER_EXCEPTIONS,
@@ -20,77 +30,11 @@ from ktwizard.fleet.k8s_policy import (
     server_security,
     skip_annotations,
 )
-from ktwizard.fleet.plan import FleetPlan, MultiNode, Replica
+from ktwizard.fleet.plan import FleetPlan, Replica
 from ktwizard.fleet.router import ROUTER_MODULE, discovery_args
 from ktwizard.planner.types import Plan
-from ktwizard.render.args import argv, container_argv, container_paths
+from ktwizard.render.args import container_argv
 from ktwizard.render.docker import DEFAULT_IMAGE
-
-GROUP = "ktwizard.io"
-HOST_CLASS = f"{GROUP}/host-class"  # the node label that marks a host class when no node names are given
-START_UP_S = 3600  # a 600 GB checkpoint loads for tens of minutes
-DIST_PORT = 20000
-GPU_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-
-
-def namespace(fleet: FleetPlan) -> str:
-    """Each fleet in its own namespace (named after it): its policies and RBAC touch nothing else."""
-    return dns_name(fleet.name)
-
-
-def slug(text: str, limit: int = 40) -> str:
-    """A DNS-1123 label piece: lowercase letters, digits and '-'."""
-    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:limit].strip("-") or "x"
-
-
-def dns_name(text: str, limit: int = 63) -> str:
-    """A resource name: the slug when it is the text itself, else the slug cut short with a hash of the text, so two
-    texts that slug or truncate alike (a long fleet name, 'A.b' and 'a-b') never name one resource."""
-    plain = slug(text, 10**6)
-    if plain == text and len(plain) <= limit:
-        return plain
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"{slug(text, limit - 9)}-{digest}"
-
-
-def _labels(fleet: FleetPlan, role: str, workload: str | None = None) -> dict[str, str]:
-    out = {
-        f"{GROUP}/fleet": slug(fleet.name, 63),
-        f"{GROUP}/role": role,
-        "app.kubernetes.io/managed-by": "ktwizard",
-        "app.kubernetes.io/part-of": slug(fleet.name, 63),
-    }
-    if workload:
-        out[f"{GROUP}/workload"] = workload
-    return out
-
-
-def _volumes(plan: Plan, weights_claim: str | None) -> tuple[list[dict], list[dict]]:
-    """Volumes and mounts: the weights (a claim the user names, else host paths) and a memory-backed /dev/shm."""
-    vols: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
-    mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    paths = container_paths(plan)
-    if weights_claim:
-        vols.append({"name": "weights", "persistentVolumeClaim": {"claimName": weights_claim, "readOnly": True}})
-        for inside in paths.values():  # the claim holds each folder under its own name
-            sub = inside.strip("/").partition("/")[2]
-            mounts.append({"name": "weights", "mountPath": inside, "subPath": sub, "readOnly": True})
-    else:
-        for i, (host, inside) in enumerate(paths.items()):
-            name = f"weights-{i}"
-            vols.append({"name": name, "hostPath": {"path": host, "type": "Directory"}})
-            mounts.append({"name": name, "mountPath": inside, "readOnly": True})
-    return vols, mounts
-
-
-def _probe(path: str, port: int, failures: int) -> dict:
-    return {
-        "httpGet": {"path": path, "port": port},
-        "periodSeconds": 10,
-        "timeoutSeconds": 5,
-        "failureThreshold": failures,
-    }
-
 
 SECRET_DIR = "/run/secrets/ktwizard"  # the Secret's volume: its key `api-key` is the file the launchers read
 SECRET_KEY_FILE = f"{SECRET_DIR}/api-key"
@@ -126,32 +70,10 @@ def _worker_container(plan: Plan, image: str, port: int, mounts: list[dict]) -> 
         "resources": server_resources(plan, plan.tp),
         "securityContext": server_security(),
         "volumeMounts": mounts,
-        "startupProbe": _probe("/health", port, START_UP_S // 10),
-        "readinessProbe": _probe("/health", port, 3),
+        "startupProbe": http_probe("/health", port, START_UP_S // 10),
+        "readinessProbe": http_probe("/health", port, 3),
         # after start-up: a server that stops answering for 2 minutes is restarted
-        "livenessProbe": _probe("/health", port, 12),
-    }
-
-
-def _placement(workload: str, nodes: list[str] | None, host_class: str) -> dict:
-    """Only on the nodes planned for (by name, or by the host-class label), one pod of the workload per node."""
-    match = (
-        {"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}
-        if nodes
-        else {"key": HOST_CLASS, "operator": "In", "values": [host_class]}
-    )
-    return {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [match]}]}
-        },
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {"matchLabels": {f"{GROUP}/workload": workload}},
-                    "topologyKey": "kubernetes.io/hostname",
-                }
-            ]
-        },
+        "livenessProbe": http_probe("/health", port, 12),
     }
 
 
@@ -160,8 +82,8 @@ def _worker_deployment(
 ) -> dict:
     host_class = slug(rep.machine.ref)
     workload = dns_name(f"{fleet.name}-{rep.machine.ref}" + (f"-numa{rep.node}" if rep.node is not None else ""))
-    labels = _labels(fleet, "worker", workload)
-    vols, mounts = _volumes(rep.plan, weights_claim)
+    labels = fleet_labels(fleet, "worker", workload)
+    vols, mounts = weight_volumes(rep.plan, weights_claim)
     if rep.plan.goals.api_key_file:
         vol, mount = _secret_volume(fleet)
         vols, mounts = [*vols, vol], [*mounts, mount]
@@ -182,7 +104,7 @@ def _worker_deployment(
             "template": {
                 "metadata": {"labels": labels, "annotations": {f"{GROUP}/plan": rep.plan.digest}},
                 "spec": {
-                    "affinity": _placement(workload, nodes, host_class),
+                    "affinity": node_placement(workload, nodes, host_class),
                     "tolerations": GPU_TOLERATIONS,
                     "securityContext": POD_SECURITY,
                     "automountServiceAccountToken": False,
@@ -199,7 +121,7 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
     from ktwizard.apikey import ROUTER_LAUNCHER
 
     name = dns_name(f"{fleet.name}-router")
-    labels = _labels(fleet, "router")
+    labels = fleet_labels(fleet, "router")
     selector = {f"{GROUP}/fleet": slug(fleet.name, 63), f"{GROUP}/role": "worker"}
     http, metrics = fleet.router_port, fleet.metrics_port
     keyed = _keyed(fleet)
@@ -265,8 +187,8 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
                                     {"name": "http", "containerPort": http},
                                     {"name": "metrics", "containerPort": metrics},
                                 ],
-                                "readinessProbe": _probe("/readiness", http, 3),
-                                "livenessProbe": _probe("/liveness", http, 6),
+                                "readinessProbe": http_probe("/readiness", http, 3),
+                                "livenessProbe": http_probe("/liveness", http, 6),
                             }
                         ],
                     },
@@ -308,109 +230,6 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
     ]
 
 
-def _lws_args(plan: Plan, port: int) -> list[str]:
-    """The plan's flags for plain SGLang across nodes: no KT flags, tensor parallel over every node's GPUs."""
-    drop = ("--host", "--port", "--tensor-parallel-size")
-    kept = replace(plan, flags=tuple(f for f in plan.flags if not f.name.startswith("--kt-") and f.name not in drop))
-    paths = container_paths(kept)
-    overrides = {f.name: paths[f.value] for f in kept.flags if isinstance(f.value, str) and f.value in paths}
-    return [
-        *argv(kept, overrides),
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(port),
-        "--tensor-parallel-size",
-        str(plan.tp),
-        "--nnodes",
-        "$(LWS_GROUP_SIZE)",
-        "--node-rank",
-        "$(LWS_WORKER_INDEX)",
-        "--dist-init-addr",
-        f"$(LWS_LEADER_ADDRESS):{DIST_PORT}",
-    ]
-
-
-def _lws(fleet: FleetPlan, m: MultiNode, machines: int, image: str, weights_claim: str | None,
-         nodes: list[str] | None) -> list[dict]:  # fmt: skip
-    """SGLang's own multi-node launch over `machines` nodes of the class: machines // nodes groups, one pod per
-    node, placed, tolerated, sized and hardened like the KT workers it replaces."""
-    name = slug(f"{fleet.name}-{m.ref}-gpu-only", 50)
-    ns = namespace(fleet)
-    labels = _labels(fleet, "multinode", name)
-    vols, mounts = _volumes(m.plan, weights_claim)
-    port = fleet.router_port
-    container = {
-        "name": "sglang",
-        "image": image,
-        "imagePullPolicy": "IfNotPresent",
-        "command": ["python3", "-m", "sglang.launch_server"],
-        "args": _lws_args(m.plan, port),
-        "resources": server_resources(m.plan, m.gpus_per_node, kt=False),
-        "securityContext": server_security(),
-        "volumeMounts": mounts,
-    }
-    leader = {**container, "ports": [{"name": "http", "containerPort": port}]}
-    leader["startupProbe"] = _probe("/health", port, START_UP_S // 10)
-    leader["readinessProbe"] = _probe("/health", port, 3)
-    leader["livenessProbe"] = _probe("/health", port, 12)
-
-    def pod(c: dict) -> dict:
-        return {
-            "metadata": {"labels": labels},
-            "spec": {
-                "affinity": _placement(name, nodes, slug(m.ref)),
-                "tolerations": GPU_TOLERATIONS,
-                "securityContext": POD_SECURITY,
-                "automountServiceAccountToken": False,
-                "containers": [c],
-                "volumes": vols,
-            },
-        }
-
-    group = {f"{GROUP}/workload": name}
-    return [
-        {
-            "apiVersion": "leaderworkerset.x-k8s.io/v1",
-            "kind": "LeaderWorkerSet",
-            "metadata": {
-                "name": name,
-                "namespace": ns,
-                "labels": labels,
-                "annotations": {f"{GROUP}/verdict": m.verdict, **skip_annotations(SERVER_EXCEPTIONS)},
-            },
-            "spec": {
-                "replicas": machines // m.nodes,
-                "leaderWorkerTemplate": {
-                    "size": m.nodes,
-                    "restartPolicy": "RecreateGroupOnPodRestart",
-                    "leaderTemplate": pod(leader),
-                    "workerTemplate": pod(container),
-                },
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": f"{name}-leader", "namespace": ns, "labels": labels},
-            "spec": {
-                "selector": {"leaderworkerset.sigs.k8s.io/name": name, "role": "leader"},
-                "ports": [{"name": "http", "port": port, "targetPort": port}],
-            },
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": {"name": f"{name}-group", "namespace": ns, "labels": labels},
-            "spec": {  # the group's own pods talk freely (NCCL picks its ports); others reach the API port only
-                "podSelector": {"matchLabels": group},
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": [{"podSelector": {"matchLabels": group}}]}, {"ports": [{"port": port}]}],
-            },
-        },
-    ]
-
-
 def k8s_documents(
     fleet: FleetPlan,
     image: str | None = None,
@@ -423,7 +242,7 @@ def k8s_documents(
     GPU-only multi-node launch instead of the KT fleet (the two would compete for the same GPUs)."""
     ns = namespace(fleet)
     docs: list[dict] = [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": _labels(fleet, "namespace")}}
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": fleet_labels(fleet, "namespace")}}
     ]
     machines: dict[str, int] = {}
     for machine in fleet.machines:
@@ -439,7 +258,7 @@ def k8s_documents(
                     f"--k8s-multinode: the GPU-only launch needs {m.nodes} {m.ref} machines; {have} given "
                     f"(--host {m.ref} once per machine, or --k8s-nodes {m.ref}=NODE,...)"
                 )
-            docs += _lws(fleet, m, have, image or m.plan.image or DEFAULT_IMAGE, weights_claim, named)
+            docs += lws_documents(fleet, m, have, image or m.plan.image or DEFAULT_IMAGE, weights_claim, named)
         return _unique(fleet, docs)
     seen: set[tuple[str, int | None]] = set()
     for rep in fleet.replicas:

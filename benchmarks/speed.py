@@ -1,0 +1,126 @@
+"""Speed a person feels, measured the way they feel it (DESIGN.md budgets; issue #26's targets):
+
+- headless `plan --format json` on two cores (taskset -c 0,1), median of 9 runs, target <= 0.25 s;
+- `probe --json` on this machine (NVML included), median of 9, target <= 0.25 s;
+- the wizard's first paint: process start to the Host step on a pseudo-terminal, median of 5, target <= 0.5 s;
+- the dashboard's resident memory and CPU beside nvitop's, in the same run, both on pseudo-terminals, after 15 s.
+
+Usage: python benchmarks/speed.py OUT.json   (on the GPU machine; nvitop must be importable for the last one)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+PLAN = ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", "json"]
+
+
+def timed(argv: list[str], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, capture_output=True, check=True, timeout=120)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def on_pty(argv: list[str], size: tuple[int, int] = (40, 120)) -> tuple[int, int]:
+    """Start argv on a pseudo-terminal of rows x cols; (pid, master fd)."""
+    import fcntl
+    import struct
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(ROOT)
+        os.environ["TERM"] = "xterm-256color"
+        os.execv(argv[0], argv)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
+    return pid, fd
+
+
+def first_paint(marker: bytes, runs: int) -> list[float]:
+    """Seconds from fork to the first frame holding `marker` (the step's title in the header)."""
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        pid, fd = on_pty([PY, "-m", "ktwizard"])
+        seen = b""
+        while marker not in seen and time.perf_counter() - t0 < 20:
+            ready, _, _ = select.select([fd], [], [], 0.01)
+            if ready:
+                try:
+                    seen += os.read(fd, 65536)
+                except OSError:
+                    break
+        out.append(time.perf_counter() - t0)
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return out
+
+
+def drain(fds: list[int], seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        ready, _, _ = select.select(fds, [], [], 0.1)
+        for fd in ready:
+            with contextlib.suppress(OSError):
+                os.read(fd, 65536)
+
+
+def footprint() -> dict:
+    """The dashboard (monitoring this machine's GPU, a server URL that does not answer) and nvitop, side by side."""
+    import psutil
+
+    dash_pid, dash_fd = on_pty([PY, "-m", "ktwizard", "monitor", "--url", "http://127.0.0.1:9"])
+    nv = shutil.which("nvitop")
+    top_pid, top_fd = on_pty([nv] if nv else [PY, "-m", "nvitop"])
+    drain([dash_fd, top_fd], 15)
+    procs = {"ktwizard monitor": psutil.Process(dash_pid), "nvitop": psutil.Process(top_pid)}
+    for p in procs.values():
+        p.cpu_percent(None)
+    drain([dash_fd, top_fd], 10)
+    result = {
+        name: {"rss_mb": round(p.memory_info().rss / 2**20, 1), "cpu_pct_10s": p.cpu_percent(None)}
+        for name, p in procs.items()
+    }
+    for pid, fd in ((dash_pid, dash_fd), (top_pid, top_fd)):
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return result
+
+
+def main() -> None:
+    out_path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks" / "results" / "speed.json"
+    two = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
+    plan = timed([*two, PY, "-m", "ktwizard", *PLAN], 9)
+    probe = timed([PY, "-m", "ktwizard", "probe", "--json"], 9)
+    paint = first_paint(b"1 Host", 5)
+    result = {
+        "machine": os.uname().nodename,
+        "cpus": os.cpu_count(),
+        "plan_json_two_cores_s": {"median": round(statistics.median(plan), 3), "runs": [round(x, 3) for x in plan]},
+        "probe_s": {"median": round(statistics.median(probe), 3), "runs": [round(x, 3) for x in probe]},
+        "wizard_first_paint_s": {"median": round(statistics.median(paint), 3), "runs": [round(x, 3) for x in paint]},
+        "dashboard_vs_nvitop": footprint(),
+    }
+    out_path.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
