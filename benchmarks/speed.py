@@ -104,6 +104,33 @@ def footprint() -> dict:
     return result
 
 
+def breakdown() -> dict:
+    """Where the first paint's time and the dashboard's memory go: the interpreter alone, Textual, ktwizard's app."""
+    steps = {
+        "python": "pass",
+        "textual.app": "import textual.app",
+        "monitor app": "from ktwizard.tui.monitor_app import MonitorApp",
+        "wizard app": "from ktwizard.tui.app import WizardApp; from ktwizard.tui.screens.host import HostScreen",
+        "nvml": "import pynvml; pynvml.nvmlInit()",
+    }
+    out = {}
+    for name, stmt in steps.items():
+        code = (
+            f"import time, resource; t=time.perf_counter(); {stmt}; print(time.perf_counter()-t, "
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+        )
+        t0 = time.perf_counter()
+        r = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        wall = time.perf_counter() - t0
+        took, rss = r.stdout.split() if r.returncode == 0 else ("nan", "0")
+        out[name] = {
+            "process_s": round(wall, 3),
+            "statement_s": round(float(took), 3),
+            "max_rss_mb": round(int(rss) / 1024, 1),
+        }
+    return out
+
+
 def main() -> None:
     out_path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks" / "results" / "speed.json"
     two = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
@@ -117,6 +144,7 @@ def main() -> None:
         "probe_s": {"median": round(statistics.median(probe), 3), "runs": [round(x, 3) for x in probe]},
         "wizard_first_paint_s": {"median": round(statistics.median(paint), 3), "runs": [round(x, 3) for x in paint]},
         "dashboard_vs_nvitop": footprint(),
+        "breakdown": breakdown(),
     }
     out_path.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))

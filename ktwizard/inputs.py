@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktwizard.errors import BadInput
-from ktwizard.host.profile import HostProfile
-from ktwizard.models.presets import Preset, Recipe, SglangHints, all_presets, get_preset, recipe_for
-from ktwizard.models.spec import ModelSpec
-from ktwizard.planner.types import Goals
+
+if TYPE_CHECKING:  # the value parsers below serve every command; models and the planner load where they are used
+    from ktwizard.host.profile import HostProfile
+    from ktwizard.models.presets import Preset, Recipe, SglangHints
+    from ktwizard.models.spec import ModelSpec
+    from ktwizard.planner.types import Goals
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
@@ -25,6 +27,8 @@ class ModelChoice:
 
 
 def resolve_model(preset: str | None = None, model_dir: str | None = None) -> ModelChoice:
+    from ktwizard.models.presets import all_presets, get_preset, recipe_for
+
     if model_dir:
         from ktwizard.models.inspect import inspect_checkpoint
 
@@ -77,6 +81,8 @@ def identify(candidates: list[Preset], evidence: tuple[str, ...]) -> tuple[Prese
 
 def neutral_hints(candidates: list[Preset]) -> SglangHints:
     """Parsers every candidate shares, no reasoning parser unless all agree: the choice that is right for all."""
+    from ktwizard.models.presets import SglangHints
+
     if not candidates:
         return SglangHints()
     first = candidates[0].sglang
@@ -221,6 +227,8 @@ def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
 
 def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
     """Goals from the command line over `base` (a profile's goals, or the defaults): only options given count."""
+    from ktwizard.planner.types import Goals
+
     base = base or Goals()
 
     def given(name: str, default: Any) -> Any:

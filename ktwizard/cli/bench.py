@@ -7,7 +7,6 @@ import sys
 
 from ktwizard.cli.guard import EXIT_INTERRUPTED
 from ktwizard.errors import BadInput, KtwizardError
-from ktwizard.inputs import parse_token_list
 
 
 def _model(url: str, headers: dict[str, str]) -> str:
@@ -51,6 +50,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     from ktwizard.bench.report import csv_text, markdown
     from ktwizard.bench.runner import Sweep, run
+    from ktwizard.inputs import parse_token_list
     from ktwizard.serial import dump_json
 
     url, name, kept_key = _where(args)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ktwizard.errors import BadInput
-from ktwizard.planner.types import Plan
+
+if TYPE_CHECKING:  # the parser is built for every command: the planner loads only for those that plan
+    from ktwizard.planner.types import Plan
 
 T = TypeVar("T")
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from ktwizard.planner.types import Plan
+if TYPE_CHECKING:  # the CLI reads the format names for every command; the planner loads only to render
+    from ktwizard.planner.types import Plan
 
 
 @dataclass(frozen=True)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.app import App
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 
-from ktwizard.host.profile import HostProfile
-from ktwizard.profiles import Profile
 from ktwizard.tui.state import WizardState, state_from
+
+if TYPE_CHECKING:
+    from ktwizard.host.profile import HostProfile
+    from ktwizard.profiles import Profile
 
 
 class StepCommands(Provider):

@@ -6,13 +6,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from ktwizard.host.profile import HostProfile
-from ktwizard.planner.types import Goals, Plan
-from ktwizard.profiles import Profile
-from ktwizard.profiles import save_profile as save
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the wizard paints its first screen before the planner is imported
     from ktwizard.deploy.records import Deployment
+    from ktwizard.host.profile import HostProfile
+    from ktwizard.planner.types import Goals, Plan
+    from ktwizard.profiles import Profile
+
+
+def _goals() -> Goals:
+    from ktwizard.planner.types import Goals
+
+    return Goals()
 
 
 @dataclass
@@ -21,7 +25,7 @@ class WizardState:
     host_ref: str | None = None
     preset: str | None = None
     model_dir: str | None = None
-    goals: Goals = field(default_factory=Goals)
+    goals: Goals = field(default_factory=_goals)
     plan: Plan | None = None
     launched: Deployment | None = None  # what this wizard started: the monitor key and the farewell name it
     _model: object | None = field(default=None, repr=False)
@@ -41,6 +45,9 @@ class WizardState:
 
 
 def save_profile(state: WizardState, name: str) -> Path:
+    from ktwizard.profiles import Profile
+    from ktwizard.profiles import save_profile as save
+
     assert state.host is not None
     return save(Profile(name, state.host, state.preset, state.model_dir, state.goals, state.plan))
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
 from ktwizard.host.checks import host_notices
 from ktwizard.host.isa import kt_variant
-from ktwizard.host.profile import HostProfile
-from ktwizard.planner.types import BudgetItem, Plan
+
+if TYPE_CHECKING:  # annotations only: the Host step paints before the planner is imported
+    from ktwizard.host.profile import HostProfile
+    from ktwizard.planner.types import BudgetItem, Plan
 from ktwizard.units import human
 
 COLOURS = {"before": "grey50", "weights": "dodger_blue2", "kv": "green3", "runtime": "dark_orange"}

@@ -1,8 +1,20 @@
-"""The wizard's screens: Host -> Model -> Plan -> Launch -> Monitor. Each calls the same functions the CLI does."""
+"""The wizard's steps, each imported when it is first reached (the first paint needs only the Host step)."""
 
-from ktwizard.tui.screens.host import HostScreen
-from ktwizard.tui.screens.launch import LaunchScreen
-from ktwizard.tui.screens.model import ModelScreen
-from ktwizard.tui.screens.plan import PlanScreen
+from __future__ import annotations
 
-__all__ = ["HostScreen", "LaunchScreen", "ModelScreen", "PlanScreen"]
+from importlib import import_module
+from typing import Any
+
+_WHERE = {
+    "HostScreen": "ktwizard.tui.screens.host",
+    "ModelScreen": "ktwizard.tui.screens.model",
+    "PlanScreen": "ktwizard.tui.screens.plan",
+    "LaunchScreen": "ktwizard.tui.screens.launch",
+}
+__all__ = list(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(name)

@@ -16,7 +16,6 @@ from textual.widgets import (
 )
 
 from ktwizard.tui.screens.base import Step
-from ktwizard.tui.screens.model import ModelScreen
 from ktwizard.tui.widgets import host_cards, warnings_text
 
 
@@ -102,4 +101,6 @@ class HostScreen(Step):
 
     def action_next(self) -> None:
         if self.state.host is not None:
+            from ktwizard.tui.screens.model import ModelScreen  # the next step loads when it is reached
+
             self.app.push_screen(ModelScreen())

@@ -22,7 +22,6 @@ from textual.widgets.option_list import Option
 
 from ktwizard.errors import KtwizardError
 from ktwizard.tui.screens.base import Step
-from ktwizard.tui.screens.plan import PlanScreen
 
 
 class ModelScreen(Step):
@@ -126,6 +125,8 @@ class ModelScreen(Step):
         weights = self.query_one("#weights", Input).value.strip() or self.state.model_dir or self.state.goals.weights
         self.state.goals = replace(self.state.goals, weights=weights)
         if self.state.preset or self.state.model_dir:
+            from ktwizard.tui.screens.plan import PlanScreen  # the next step loads when it is reached
+
             self.app.push_screen(PlanScreen())
         else:
             self.notify(

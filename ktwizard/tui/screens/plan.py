@@ -19,7 +19,6 @@ from textual.widgets import (
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Goals
 from ktwizard.tui.screens.base import Step
-from ktwizard.tui.screens.launch import LaunchScreen
 from ktwizard.tui.widgets import budget_text, flags_table, notes_text
 
 
@@ -154,4 +153,6 @@ class PlanScreen(Step):
 
     def action_next(self) -> None:
         if self.state.plan is not None and self.state.plan.fits:
+            from ktwizard.tui.screens.launch import LaunchScreen  # the next step loads when it is reached
+
             self.app.push_screen(LaunchScreen())
