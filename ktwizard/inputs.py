@@ -252,6 +252,8 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         chat_template=given("chat_template", base.chat_template),
         served_name=given("served_name", base.served_name),
         api_key_file=_key_file(getattr(args, "api_key_file", None)) or base.api_key_file,
+        placement=given("placement", base.placement),
+        expert_stats=given("expert_stats", base.expert_stats),
     )
 
 

@@ -23,6 +23,7 @@ GROUPS = (
     "exporter",
     "grafana",
     "bench",
+    "placement",
     "image",
     "doctor",
     "completion",

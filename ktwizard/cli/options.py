@@ -139,6 +139,19 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
     )
     pr.add_argument("--image", metavar="IMG", help="container image")
     pr.add_argument(
+        "--placement",
+        choices=("uniform", "frequency"),
+        help="which experts the GPUs hold: uniform (the runtime's default) or frequency (the most-routed, from "
+        "--expert-stats)",
+    )
+    pr.add_argument(
+        "--expert-stats",
+        metavar="FILE",
+        type=mount_path("--expert-stats"),
+        help="an expert-distribution dump (ktwizard placement record, or SGLang's recorder): frequency placement's "
+        "input, checked against the model",
+    )
+    pr.add_argument(
         "--api-key-file",
         metavar="FILE",
         help="the server's API key, one line in a file (chmod 600); it never appears in a command line, record, "
@@ -177,6 +190,23 @@ def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:
     from ktwizard.bench.calibration_store import stored
 
     cal = stored(host, model.spec.id)
-    return plan(
-        host, model.spec, replace(goals, gpus=None) if all_gpus else goals, model.hints, model.recipe, calibration=cal
-    )
+    goals = replace(goals, gpus=None) if all_gpus else goals
+    routing = routing_of(goals, model.spec)
+    made = plan(host, model.spec, goals, model.hints, model.recipe, calibration=cal, routing=routing)
+    return made
+
+
+def routing_of(goals, spec):
+    """The routing counts frequency placement reads, checked against the model (another model's file is refused)."""
+    if goals.placement == "frequency" and not goals.expert_stats:
+        raise BadInput("--placement frequency needs --expert-stats FILE (ktwizard placement record makes one)")
+    if not goals.expert_stats:
+        return None
+    if not goals.expert_stats.endswith(".pt"):  # kt_ep_wrapper.py:4627 reads counts only from a .pt path
+        raise BadInput(f"--expert-stats {goals.expert_stats}: the runtime reads routing counts only from a .pt file")
+    from ktwizard.models.routing import read_counts
+    from ktwizard.planner.placement import check_shape
+
+    counts = read_counts(goals.expert_stats)
+    check_shape(counts, spec, goals.expert_stats)
+    return counts

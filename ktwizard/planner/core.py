@@ -9,6 +9,7 @@ from ktwizard.errors import BadInput
 from ktwizard.host.imagetag import local_image
 from ktwizard.host.profile import GPU, HostProfile
 from ktwizard.models.presets import Recipe, SglangHints
+from ktwizard.models.routing import RoutingCounts
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner import host_budget
@@ -145,6 +146,7 @@ def plan(
     recipe: Recipe | None = None,
     trial: bool = False,
     calibration: Calibration | None = None,
+    routing: RoutingCounts | None = None,
 ) -> Plan:
     """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
     nested search is made for it."""
@@ -215,8 +217,14 @@ def plan(
     from ktwizard.planner.forecast import forecast, setup_for
 
     threshold = layerwise_threshold(choice.method, spec) if sizing.layerwise else None
+    hit = None
+    if routing is not None:  # the GPU's share of routed calls under the plan's placement, from the user's recording
+        from ktwizard.planner.placement import placement_report
+
+        report = placement_report(routing, spec, gpu_experts, goals.expert_stats or "routing file")
+        hit = report.frequency if goals.placement == "frequency" else report.uniform
     setup = setup_for(
-        host, spec, choice.method, gpu_experts, gpus, threads.cpuinfer, threads.pools, sizing.chunk, threshold
+        host, spec, choice.method, gpu_experts, gpus, threads.cpuinfer, threads.pools, sizing.chunk, threshold, hit
     )
     same = calibration is not None and (calibration.host_key, calibration.model) == (result.host_key, spec.id)
     cal = calibration if same else None

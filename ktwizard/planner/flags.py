@@ -138,9 +138,23 @@ def build_flags(
         ),
         Flag(
             "--kt-expert-placement-strategy",
-            "uniform",
-            "equal GPU experts per layer (the real default; the help text says frequency, which needs a statistics "
-            "file)",
+            goals.placement,
+            "the most-routed experts of the whole model, read from --init-expert-location (a layer with hot experts "
+            "gets more)"
+            if goals.placement == "frequency"
+            else "equal GPU experts per layer (the real default; the help text says frequency, which needs a "
+            "statistics file)",
+        ),
+        *(
+            [
+                Flag(
+                    "--init-expert-location",
+                    goals.expert_stats,
+                    "the routing counts frequency placement ranks (checked against this model's layers x experts)",
+                )
+            ]
+            if goals.placement == "frequency" and goals.expert_stats
+            else []
         ),
         Flag("--enable-mixed-chunk", True, "mix prefill chunks with decode so running requests keep decoding"),
         Flag("--tensor-parallel-size", tp, f"{tp} GPU(s): attention heads split {spec.attention.heads // tp} per rank"),

@@ -37,6 +37,8 @@ class Goals:
     served_name: str | None = None
     api_key_file: str | None = None  # the server's API key is read from this file at start (never in an argv)
     name: str | None = None  # the deployment's (container's) name; None: ktwizard-<model id>
+    placement: str = "uniform"  # --kt-expert-placement-strategy: uniform | frequency
+    expert_stats: str | None = None  # the routing dump frequency placement reads (--init-expert-location)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import posixpath
 
 from ktwizard.planner.types import Plan
 
-PATH_FLAGS = ("--model-path", "--kt-weight-path", "--chat-template")
+PATH_FLAGS = ("--model-path", "--kt-weight-path", "--chat-template", "--init-expert-location")
 
 
 def argv(plan: Plan, overrides: dict[str, str] | None = None) -> list[str]:
@@ -35,7 +35,8 @@ def container_paths(plan: Plan) -> dict[str, str]:
     for f in plan.flags:
         if f.name in PATH_FLAGS and isinstance(f.value, str) and f.value not in mapping:
             base = posixpath.basename(f.value.rstrip("/")) or "model"
-            inside = ("/opt/templates/" if f.name == "--chat-template" else "/models/") + base
+            folder = {"--chat-template": "/opt/templates/", "--init-expert-location": "/opt/placement/"}
+            inside = folder.get(f.name, "/models/") + base
             taken, n = set(mapping.values()), 2
             candidate = inside
             while candidate in taken:
