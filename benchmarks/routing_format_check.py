@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "standin")]
 
 import torch  # noqa: E402
-from torchsave import save_counts, zipf  # noqa: E402
+from sglang.torchsave import save_counts, zipf  # noqa: E402
 
 from ktwizard.models.presets import get_preset  # noqa: E402
 from ktwizard.models.routing import read_counts  # noqa: E402

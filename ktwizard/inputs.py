@@ -254,6 +254,7 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         api_key_file=_key_file(getattr(args, "api_key_file", None)) or base.api_key_file,
         placement=given("placement", base.placement),
         expert_stats=given("expert_stats", base.expert_stats),
+        record_routing=given("record_routing", base.record_routing),
     )
 
 

@@ -232,7 +232,7 @@ def read_structured(path: Path, trusted: bool = False) -> Any:
     return load_yaml_text(text, str(path), aliases=trusted)
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Write through a temporary file in the same folder and rename, so a crash never leaves half a file.
 
     Never through a link (the file it points to is not ours to replace) and never over a device: /dev/null and
@@ -247,18 +247,18 @@ def write_atomic(path: Path, text: str) -> None:
             f"{path}: a symbolic link; give the path of the file itself (ktwizard does not write through links)"
         )
     if st is not None and stat.S_ISCHR(st.st_mode):
-        with open(path, "w", encoding="utf-8") as fh:  # /dev/null, /dev/stdout: written, never replaced
-            fh.write(text)
+        with open(path, "wb") as fb:  # /dev/null, /dev/stdout: written, never replaced
+            fb.write(text.encode() if isinstance(text, str) else text)
         return
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise BadInput(f"{path}: not a regular file (a folder, a pipe or a socket); give a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        with os.fdopen(fd, "wb") as fb:
+            fb.write(text.encode() if isinstance(text, str) else text)
+            fb.flush()
+            os.fsync(fb.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

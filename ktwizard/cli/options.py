@@ -145,6 +145,13 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         "--expert-stats)",
     )
     pr.add_argument(
+        "--record-routing",
+        metavar="DIR",
+        type=mount_path("--record-routing"),
+        help="start the server with SGLang's expert-distribution recorder writing to DIR (ktwizard placement record "
+        "drives it)",
+    )
+    pr.add_argument(
         "--expert-stats",
         metavar="FILE",
         type=mount_path("--expert-stats"),

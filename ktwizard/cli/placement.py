@@ -52,11 +52,118 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+PROMPTS = (
+    "Write a Python function that merges two sorted lists.",
+    "Explain how a B-tree keeps itself balanced.",
+    "Translate 'the weather is nice today' into French, German and Japanese.",
+    "Summarise the causes of the French Revolution in five bullet points.",
+    "What is the derivative of x^3 * sin(x)?",
+    "Write a SQL query for the ten customers with the most orders.",
+    "Give three tips for debugging a memory leak in a long-running service.",
+    "Compose a haiku about GPUs and RAM.",
+)
+MAX_PROMPTS_FILE = 64 << 20
+
+
+def placement_dir():
+    import os
+    from pathlib import Path
+
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "ktwizard" / "placement"
+
+
+def _requests(path: str | None, count: int) -> list[dict]:
+    """Chat requests to drive: the user's JSON lines ({"messages": [...], ...} each), or built-in short prompts."""
+    from ktwizard.errors import BadInput
+    from ktwizard.serial import load_json_text, read_input
+
+    if path is None:
+        return [{"messages": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}]} for i in range(count)]
+    out = []
+    for n, line in enumerate(
+        read_input(path, MAX_PROMPTS_FILE, "prompts file").decode("utf-8", "replace").splitlines()
+    ):
+        if not line.strip():
+            continue
+        body = load_json_text(line, f"{path}:{n + 1}")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            raise BadInput(f'{path}:{n + 1}: each line is a chat request such as {{"messages": [...]}}')
+        out.append(body)
+    if not out:
+        raise BadInput(f"{path}: no chat requests in it")
+    return out
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    import time
+    from pathlib import Path
+
+    import httpx
+
+    from ktwizard.apikey import auth_headers
+    from ktwizard.bench.client import served_model
+    from ktwizard.cli.chat import target_of
+    from ktwizard.deploy import records
+    from ktwizard.errors import BadInput, KtwizardError
+    from ktwizard.models.routing import read_counts
+    from ktwizard.serial import write_atomic
+    from ktwizard.urlauth import headers_for
+
+    url, key = target_of(args.target)
+    kept = records.load_extra(args.target, "plan") if "://" not in args.target else None
+    goals = kept.get("goals") if isinstance(kept, dict) else {}
+    folder = args.recorder_dir or (goals or {}).get("record_routing")
+    if not folder:
+        raise BadInput(
+            f"{args.target}: not launched with --record-routing DIR (relaunch with it), or give --recorder-dir DIR"
+        )
+    model_id = ((kept or {}).get("model") or {}).get("id") or "model"
+    headers = headers_for(url, auth_headers(args.api_key_file or key))
+    timeout = httpx.Timeout(args.timeout, connect=10)
+    bodies = _requests(args.prompts, args.requests)
+    started = time.time()
+    try:
+        with httpx.Client(timeout=timeout, headers=headers) as http:
+            served = served_model(url, headers)
+
+            def call(path: str) -> None:
+                r = http.post(url + path)
+                if r.status_code != 200:
+                    raise KtwizardError(f"{url}{path}: {r.status_code} {r.text[:200]}")
+
+            call("/start_expert_distribution_record")
+            for i, body in enumerate(bodies):
+                body = {"model": served, "max_tokens": 64, **body, "stream": False}
+                r = http.post(url + "/v1/chat/completions", json=body)
+                if r.status_code != 200:
+                    raise KtwizardError(f"request {i + 1}: {r.status_code} {r.text[:200]}")
+                print(f"\r  {i + 1}/{len(bodies)} requests", end="", file=sys.stderr, flush=True)
+            print(file=sys.stderr)
+            call("/stop_expert_distribution_record")
+            call("/dump_expert_distribution_record")
+    except httpx.HTTPError as exc:
+        raise KtwizardError(f"{url}: {exc.__class__.__name__}: {exc}"[:300]) from None
+    dumps = sorted(
+        (p for p in Path(folder).glob("expert_distribution_recorder_*.pt") if p.stat().st_mtime >= started - 1),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not dumps:
+        raise KtwizardError(f"no dump appeared in {folder} (is it the folder the server writes to?)")
+    counts = read_counts(dumps[-1])
+    out = Path(args.out) if args.out else placement_dir() / model_id / time.strftime("%Y-%m-%d-%H%M%S.pt")
+    write_atomic(out, dumps[-1].read_bytes())
+    print(f"{out}: {counts.layers} layers x {counts.experts} experts, {len(bodies)} requests recorded", file=sys.stderr)
+    print(f"next: ktwizard placement show {out} --preset {model_id}", file=sys.stderr)
+    print(out)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import add_plan_inputs
+    from ktwizard.cli.options import add_plan_inputs, count, seconds
 
     pl = sub.add_parser("placement", help="frequency placement from routing statistics: what it would serve on the GPU")
-    inner = pl.add_subparsers(dest="placement_cmd", required=True, metavar="show")
+    inner = pl.add_subparsers(dest="placement_cmd", required=True, metavar="show|record")
     sh = inner.add_parser(
         "show",
         help="per layer, the share of routed calls the GPU serves under uniform and frequency placement, and the "
@@ -67,3 +174,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_plan_inputs(sh)
     sh.add_argument("--json", action="store_true", help="the report as JSON")
     sh.set_defaults(func=cmd_show)
+    rec = inner.add_parser(
+        "record",
+        help="record routing on a running deployment (launched with --record-routing): start SGLang's recorder, "
+        "drive your prompts, stop, dump and keep the file",
+        epilog="example:\n  ktwizard placement record ktwizard-qwen3-30b-a3b --prompts my-traffic.jsonl",
+    )
+    rec.add_argument("target", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL")
+    rec.add_argument("--prompts", metavar="FILE", help="chat requests to drive, one JSON object per line")
+    rec.add_argument("--requests", type=count("--requests", 1, 100000), default=16, help="built-in prompts to send")
+    rec.add_argument(
+        "--recorder-dir", metavar="DIR", help="where the server writes dumps (default: its --record-routing)"
+    )
+    rec.add_argument(
+        "--out", metavar="FILE", help="where to keep the dump (default: ~/.local/share/ktwizard/placement)"
+    )
+    rec.add_argument("--api-key-file", metavar="FILE", help="the server's API key (default: the launch's)")
+    rec.add_argument("--timeout", type=seconds("--timeout", 1, 3600), default=300.0, help="seconds per request")
+    rec.set_defaults(func=cmd_record)

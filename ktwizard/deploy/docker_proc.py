@@ -94,7 +94,8 @@ def create_kwargs(spec: ContainerSpec, opts: LaunchOptions) -> dict:
         "name": spec.name,
         "environment": {**spec.env, **opts.env},
         "ports": {f"{spec.port}/tcp": (spec.bind, spec.port)},
-        "volumes": {host: {"bind": inside, "mode": "ro"} for host, inside in spec.mounts},
+        "volumes": {host: {"bind": inside, "mode": "ro"} for host, inside in spec.mounts}
+        | {host: {"bind": inside, "mode": "rw"} for host, inside in spec.writable},
         "ipc_mode": "host",
         "cap_add": ["SYS_NICE"],
         "ulimits": [docker.types.Ulimit(name="memlock", soft=memlock, hard=memlock)],

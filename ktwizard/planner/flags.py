@@ -156,6 +156,17 @@ def build_flags(
             if goals.placement == "frequency" and goals.expert_stats
             else []
         ),
+        *(
+            [
+                Flag(
+                    "--expert-distribution-recorder-mode",
+                    "stat",
+                    "count routed tokens per layer and expert while `ktwizard placement record` drives traffic",
+                )
+            ]
+            if goals.record_routing
+            else []
+        ),
         Flag("--enable-mixed-chunk", True, "mix prefill chunks with decode so running requests keep decoding"),
         Flag("--tensor-parallel-size", tp, f"{tp} GPU(s): attention heads split {spec.attention.heads // tp} per rank"),
         Flag(

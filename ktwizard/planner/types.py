@@ -39,6 +39,7 @@ class Goals:
     name: str | None = None  # the deployment's (container's) name; None: ktwizard-<model id>
     placement: str = "uniform"  # --kt-expert-placement-strategy: uniform | frequency
     expert_stats: str | None = None  # the routing dump frequency placement reads (--init-expert-location)
+    record_routing: str | None = None  # a host folder the expert-distribution recorder writes its dumps to
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,11 @@ class ContainerSpec:
     gpus: tuple[int, ...] | None  # None: no GPUs requested
     labels: dict[str, str]
     shm_size: str | None = None
+    writable: tuple[tuple[str, str], ...] = ()  # (host, inside) mounted read-write: the routing recorder's folder
+
+
+ROUTING_DIR = "/routing"  # inside the container: SGLang's expert-distribution recorder writes here
+RECORDER_ENV = "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR"
 
 
 def container_spec(
@@ -61,12 +66,18 @@ def container_spec(
     key = plan.goals.api_key_file
     mounts = tuple((host, inside) for host, inside in container_paths(plan).items())
     mounts += ((key, IN_CONTAINER),) if key else ()
+    env = {e.name: e.value for e in plan.env}
+    writable: tuple[tuple[str, str], ...] = ()
+    if plan.goals.record_routing:  # the recorder writes its dumps where ktwizard placement record fetches them
+        writable = ((plan.goals.record_routing, ROUTING_DIR),)
+        env[RECORDER_ENV] = ROUTING_DIR
     return ContainerSpec(
         name=check_name(name or container_name(plan)),
         image=image or plan.image or DEFAULT_IMAGE,
         command=tuple(server_command(python, container_argv(plan, port), IN_CONTAINER if key else None)),
-        env={e.name: e.value for e in plan.env},
+        env=env,
         mounts=mounts,
+        writable=writable,
         port=port,
         bind=bind or plan.goals.bind,
         gpus=plan.gpus if gpus == "plan" else gpus,  # type: ignore[arg-type]
@@ -86,6 +97,7 @@ def docker_text(plan: Plan) -> str:
     if c.gpus is not None:
         parts += ["--runtime=nvidia", "--gpus " + q(f'"device={",".join(map(str, c.gpus))}"')]
     parts += [f"-v {q(f'{h}:{i}:ro')}" for h, i in c.mounts]
+    parts += [f"-v {q(f'{h}:{i}:rw')}" for h, i in c.writable]
     parts += [f"-e {q(f'{k}={v}')}" for k, v in c.env.items()]
     parts += [f"-p {q(f'{url_host(c.bind)}:{c.port}:{c.port}')}"]
     parts += [f"--label {q(f'{k}={v}')}" for k, v in c.labels.items()]
@@ -107,7 +119,8 @@ def compose_service(c: ContainerSpec) -> dict:
         "cap_add": ["SYS_NICE"],
         "ulimits": {"memlock": -1},
         "ports": [f"{url_host(c.bind)}:{c.port}:{c.port}"],
-        "volumes": [{"type": "bind", "source": h, "target": i, "read_only": True} for h, i in c.mounts],
+        "volumes": [{"type": "bind", "source": h, "target": i, "read_only": True} for h, i in c.mounts]
+        + [{"type": "bind", "source": h, "target": i} for h, i in c.writable],
         "labels": c.labels,
         "restart": "no",
     }

@@ -18,7 +18,7 @@ from ktwizard.models.routing import read_counts
 from ktwizard.planner.placement import placement_report
 
 sys.path.insert(0, str(TESTS / "standin"))
-from torchsave import save_counts, zipf  # noqa: E402
+from sglang.torchsave import save_counts, zipf  # noqa: E402
 
 LITE = "deepseek-v2-lite"  # 27 layers, the first dense, 64 routed experts, top-6
 

@@ -225,6 +225,9 @@ class Engine:
 
         self.args = args
         self.gpu = GpuMemory(args)
+        from sglang.routing import Routing
+
+        self.routing = Routing(args)
         self.lock = threading.Lock()
         self.running = 0
         self.tokens_in_use = 0
@@ -303,6 +306,7 @@ class Engine:
 
     def prefill(self, n: int, words: list[str] | None = None) -> float:
         """Prefill an n-token prompt chunk by chunk, as the scheduler does; returns the seconds it took."""
+        self.routing.count(n)
         cached = self.cached(words) if words else 0
         size = self.args.chunked_prefill_size or 8192
         rate = float(ENV("STANDIN_PREFILL_TPS", "600"))
@@ -333,9 +337,10 @@ class Engine:
         rate = float(ENV("STANDIN_DECODE_TPS", "20"))
         alpha = float(ENV("STANDIN_DECODE_ALPHA", "1.0"))
         n = max(1, self.running)
-        return 1.0 / (rate * n**alpha / n)
+        return 1.0 / (rate * self.routing.speedup * n**alpha / n)
 
     def decoded(self) -> None:
+        self.routing.count(1)
         with self.lock:
             self.tokens_in_use += 1
             self.decode_steps += 1
@@ -446,6 +451,11 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             path = self.path.split("?")[0]
             if self.refused(path):
                 return None
+            if path in RECORDER:  # SGLang's expert-distribution recorder (http_server.py), "stat" mode
+                if not engine.routing.mode:
+                    return self.reply(400, {"error": "start the server with --expert-distribution-recorder-mode"})
+                made = getattr(engine.routing, RECORDER[path])()
+                return self.reply(200, {"success": True, **({"path": str(made)} if made else {})})
             if path == "/generate":
                 engine.prefill(len(str(body.get("text", "")).split()) or 1)  # /generate: no memory model
                 return self.reply(200, {"text": "ok", "meta_info": {"completion_tokens": 8}})
@@ -543,6 +553,13 @@ def phase(name: str) -> None:
         while True:
             time.sleep(3600)
     time.sleep(STEP)
+
+
+RECORDER = {
+    "/start_expert_distribution_record": "start",
+    "/stop_expert_distribution_record": "stop",
+    "/dump_expert_distribution_record": "dump",
+}
 
 
 def serve(args) -> None:
