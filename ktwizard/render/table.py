@@ -23,7 +23,7 @@ def wrap(text: str, indent: str = "", hang: str = "    ") -> list[str]:
         initial_indent=indent,
         subsequent_indent=indent + hang,
         break_on_hyphens=False,
-        break_long_words=False,
+        break_long_words=True,  # only a token wider than the page (a source path) is cut
     )
     return lines or [indent]
 

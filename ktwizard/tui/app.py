@@ -115,10 +115,15 @@ class WizardApp(App):
             launch = cast(LaunchScreen, self.screen)
         launch.action_monitor()
 
+    farewell = ""
+
     async def action_quit(self) -> None:
         d = self.state.launched
-        self.exit(message=f"{d.name} keeps running: ktwizard monitor {d.name} watches it, ktwizard stop {d.name} "
-                  "stops it" if d else None)  # fmt: skip
+        if d:
+            self.farewell = (
+                f"{d.name} keeps running: ktwizard monitor {d.name} watches it, ktwizard stop {d.name} stops it"
+            )
+        self.exit(message=self.farewell or None)
 
     def reprobe(self) -> None:
         self.goto_host()

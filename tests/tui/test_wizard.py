@@ -208,8 +208,7 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
 
     try:
         app = asyncio.run(go())
-        assert app._exit_renderables and f"{name} keeps running" in str(app._exit_renderables[0])
-        assert f"ktwizard stop {name}" in str(app._exit_renderables[0])
+        assert f"{name} keeps running" in app.farewell and f"ktwizard stop {name}" in app.farewell
     finally:
         run_cli("stop", name)
 
