@@ -79,9 +79,13 @@ def make_fleet(args: argparse.Namespace):
         hosts.append((ref or host.hostname or "this-machine", host))
 
     from ktwizard.bench.calibration_store import stored
+    from ktwizard.cli.options import routing_of
+
+    routing = routing_of(goals, model.spec)  # checked against the model once, for every replica
 
     def plan_for(host, g):
-        return plan(host, model.spec, g, model.hints, model.recipe, calibration=stored(host, model.spec.id))
+        cal = stored(host, model.spec.id)
+        return plan(host, model.spec, g, model.hints, model.recipe, calibration=cal, routing=routing)
 
     return fleet_plan(
         hosts,

@@ -48,6 +48,9 @@ def fleet_labels(fleet: FleetPlan, role: str, workload: str | None = None) -> di
     return out
 
 
+FILE_FLAGS = ("--chat-template", "--init-expert-location")
+
+
 def weight_volumes(plan: Plan, weights_claim: str | None) -> tuple[list[dict], list[dict]]:
     """Volumes and mounts: the weights (a claim the user names, else host paths) and a memory-backed /dev/shm."""
     vols: list[dict] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
@@ -59,9 +62,11 @@ def weight_volumes(plan: Plan, weights_claim: str | None) -> tuple[list[dict], l
             sub = inside.strip("/").partition("/")[2]
             mounts.append({"name": "weights", "mountPath": inside, "subPath": sub, "readOnly": True})
     else:
+        files = {f.value for f in plan.flags if f.name in FILE_FLAGS}
         for i, (host, inside) in enumerate(paths.items()):
             name = f"weights-{i}"
-            vols.append({"name": name, "hostPath": {"path": host, "type": "Directory"}})
+            kind = "File" if host in files else "Directory"  # a chat template or a routing dump is one file
+            vols.append({"name": name, "hostPath": {"path": host, "type": kind}})
             mounts.append({"name": name, "mountPath": inside, "readOnly": True})
     return vols, mounts
 

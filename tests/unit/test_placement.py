@@ -109,3 +109,18 @@ def test_frequency_plan_renders_the_flags_the_runtime_parses_and_mounts_the_file
     report = json.loads(shown.stdout)["report"]
     assert report["frequency"] > report["uniform"] and len(report["per_layer"]) == 26
     assert run_cli(*base, "--placement", "frequency").returncode == 2  # no statistics: one clear line
+
+
+def test_kubernetes_mounts_the_routing_file_as_a_file(tmp_path):
+    import yaml
+
+    spec = get_preset(LITE).spec()
+    path = tmp_path / "routing.pt"
+    save_counts(zipf(spec.layers, spec.routed_experts, spec.moe_layers, steps=1), path)
+    out = run_cli("fleet", "plan", "--preset", LITE, "--host", "rtx-pro-6000-epyc-9355", "--gpu-experts", "8",
+                  "--placement", "frequency", "--expert-stats", str(path), "--format", "k8s")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    docs = [d for d in yaml.safe_load_all(out.stdout) if d]
+    vols = [v for d in docs if d["kind"] == "Deployment" for v in d["spec"]["template"]["spec"].get("volumes", [])]
+    assert {"path": str(path), "type": "File"} in [v.get("hostPath") for v in vols]
+    assert run_cli("placement", "record", "no-such-deployment").returncode == 2
