@@ -52,25 +52,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-PROMPTS = (
-    "Write a Python function that merges two sorted lists.",
-    "Explain how a B-tree keeps itself balanced.",
-    "Translate 'the weather is nice today' into French, German and Japanese.",
-    "Summarise the causes of the French Revolution in five bullet points.",
-    "What is the derivative of x^3 * sin(x)?",
-    "Write a SQL query for the ten customers with the most orders.",
-    "Give three tips for debugging a memory leak in a long-running service.",
-    "Compose a haiku about GPUs and RAM.",
-)
 MAX_PROMPTS_FILE = 64 << 20
-
-
-def placement_dir():
-    import os
-    from pathlib import Path
-
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "ktwizard" / "placement"
 
 
 def _requests(path: str | None, count: int) -> list[dict]:
@@ -79,7 +61,9 @@ def _requests(path: str | None, count: int) -> list[dict]:
     from ktwizard.serial import load_json_text, read_input
 
     if path is None:
-        return [{"messages": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}]} for i in range(count)]
+        from ktwizard.bench.routing import builtin_requests
+
+        return builtin_requests(count)
     out = []
     for n, line in enumerate(
         read_input(path, MAX_PROMPTS_FILE, "prompts file").decode("utf-8", "replace").splitlines()
@@ -99,15 +83,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    import httpx
-
     from ktwizard.apikey import auth_headers
-    from ktwizard.bench.client import served_model
+    from ktwizard.bench.routing import placement_dir, record
     from ktwizard.cli.chat import target_of
     from ktwizard.deploy import records
-    from ktwizard.errors import BadInput, KtwizardError
+    from ktwizard.errors import BadInput
     from ktwizard.models.routing import read_counts
-    from ktwizard.serial import write_atomic
     from ktwizard.urlauth import headers_for
 
     url, key = target_of(args.target)
@@ -120,39 +101,14 @@ def cmd_record(args: argparse.Namespace) -> int:
         )
     model_id = ((kept or {}).get("model") or {}).get("id") or "model"
     headers = headers_for(url, auth_headers(args.api_key_file or key))
-    timeout = httpx.Timeout(args.timeout, connect=10)
     bodies = _requests(args.prompts, args.requests)
-    started = time.time()
-    try:
-        with httpx.Client(timeout=timeout, headers=headers) as http:
-            served = served_model(url, headers)
-
-            def call(path: str) -> None:
-                r = http.post(url + path)
-                if r.status_code != 200:
-                    raise KtwizardError(f"{url}{path}: {r.status_code} {r.text[:200]}")
-
-            call("/start_expert_distribution_record")
-            for i, body in enumerate(bodies):
-                body = {"model": served, "max_tokens": 64, **body, "stream": False}
-                r = http.post(url + "/v1/chat/completions", json=body)
-                if r.status_code != 200:
-                    raise KtwizardError(f"request {i + 1}: {r.status_code} {r.text[:200]}")
-                print(f"\r  {i + 1}/{len(bodies)} requests", end="", file=sys.stderr, flush=True)
-            print(file=sys.stderr)
-            call("/stop_expert_distribution_record")
-            call("/dump_expert_distribution_record")
-    except httpx.HTTPError as exc:
-        raise KtwizardError(f"{url}: {exc.__class__.__name__}: {exc}"[:300]) from None
-    dumps = sorted(
-        (p for p in Path(folder).glob("expert_distribution_recorder_*.pt") if p.stat().st_mtime >= started - 1),
-        key=lambda p: p.stat().st_mtime,
-    )
-    if not dumps:
-        raise KtwizardError(f"no dump appeared in {folder} (is it the folder the server writes to?)")
-    counts = read_counts(dumps[-1])
     out = Path(args.out) if args.out else placement_dir() / model_id / time.strftime("%Y-%m-%d-%H%M%S.pt")
-    write_atomic(out, dumps[-1].read_bytes())
+
+    def progress(done: int, total: int) -> None:
+        print(f"\r  {done}/{total} requests", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    record(url, headers, folder, bodies, out, args.timeout, progress)
+    counts = read_counts(out)
     print(f"{out}: {counts.layers} layers x {counts.experts} experts, {len(bodies)} requests recorded", file=sys.stderr)
     print(f"next: ktwizard placement show {out} --preset {model_id}", file=sys.stderr)
     print(out)

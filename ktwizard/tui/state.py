@@ -28,6 +28,8 @@ class WizardState:
     goals: Goals = field(default_factory=_goals)
     plan: Plan | None = None
     launched: Deployment | None = None  # what this wizard started: the monitor key and the farewell name it
+    routing: str | None = None  # the routing recording `b` made on the launched server
+    rate_before: float | None = None  # its decode rate then, to compare a relaunch with
     _model: object | None = field(default=None, repr=False)
     _model_key: tuple | None = field(default=None, repr=False)
 

@@ -93,6 +93,8 @@ def test_whole_flow_reaches_launch_with_the_cli_args(state_home, tmp_path, monke
             return shown
 
     shown = asyncio.run(go())
+    from ktwizard.bench.routing import placement_dir
+
     cli = run_cli(
         "plan",
         "--preset",
@@ -103,6 +105,8 @@ def test_whole_flow_reaches_launch_with_the_cli_args(state_home, tmp_path, monke
         "65536",
         "--concurrency",
         "2",
+        "--record-routing",  # a wizard launch records routing (b suggests a placement from it)
+        str(placement_dir() / "kimi-k2.7-code" / "raw"),
         "--format",
         "args",
     )
@@ -396,3 +400,71 @@ def test_at_80x24_reasons_sit_under_their_flags_and_the_launch_log_has_room():
         reason = " ".join(line.strip() for line in lines[at + 1 : at + 1 + len(f.why) // 20 + 3])
         assert lines[at + 1].startswith("    ") and " ".join(f.why.split()[:3]) in reason, f.name
     assert log >= 4
+
+
+@pytest.mark.docker
+def test_the_wizard_records_routing_and_relaunches_with_frequency_placement(
+    docker_client, standin_image, checkpoint, state_home, tmp_path, monkeypatch
+):
+    """After a launch, b measures decode and records routing on the server (the wizard launches with the recorder
+    on); the skew is reported with both shares; f relaunches with frequency placement and measures again."""
+    from conftest import free_port
+
+    from ktwizard.tui.monitor_app import MonitorScreen
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    port = free_port()
+    name = f"ktw-wizroute-{port}"
+
+    async def wait_for(pilot, log, words: str, seconds: float = 60) -> str:
+        for _ in range(int(seconds * 10)):
+            await pilot.pause(0.1)
+            text = "\n".join(str(line.text) for line in log.lines)
+            if words in text:
+                return text
+        raise AssertionError(f"{words!r} not in the launch log:\n" + "\n".join(str(x.text) for x in log.lines))
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot, weights=checkpoint)
+            await set_input(pilot, "context", "65536")
+            await set_input(pilot, "gpu-experts", "8")
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            s = app.screen
+            s.query_one("#image").value = standin_image
+            s.query_one("#name").value = name
+            s.query_one("#port").value = str(port)
+            s.query_one("#gpu-mode").value = "none"
+            s.query_one("#env").value = "STANDIN_STEP_S=0.05,STANDIN_DECODE_TPS=50"
+            s.query_one("#formats").focus()
+            await pilot.press("l")
+            await pilot.pause()
+            await pilot.press("y")
+            log = s.query_one("#launch-log")
+            await wait_for(pilot, log, "ready at", 60)
+            for _ in range(50):
+                await pilot.pause(0.1)
+                if isinstance(app.screen, MonitorScreen):
+                    break
+            await pilot.press("escape")
+            await pilot.pause()
+            await pilot.press("b")
+            text = await wait_for(pilot, log, "routing is skewed", 90)
+            await pilot.press("f")
+            text = await wait_for(pilot, log, "decode before", 120)
+            return text
+
+    try:
+        text = asyncio.run(go())
+    finally:
+        run_cli("stop", name)
+    import re
+
+    m = re.search(r"decode before ([\d.]+) tok/s, after ([\d.]+) tok/s \(frequency\)", text)
+    assert m, text[-2000:]
+    assert float(m.group(2)) > 1.1 * float(m.group(1))
+    flat = " ".join(text.split())  # the log wraps its lines to the pane
+    shares = re.search(r"serves (\d+)% of expert calls on the GPU instead of (\d+)%", flat)
+    assert shares and int(shares.group(1)) > int(shares.group(2))

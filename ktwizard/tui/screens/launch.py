@@ -30,6 +30,7 @@ from ktwizard.tui.state import WizardHost
 
 
 class LaunchScreen(Step):
+    launched_plan: Plan | None = None
     STEP = "4 Launch"
     NEXT = False  # the last step: launching is its way on
     BINDINGS = [
@@ -39,13 +40,91 @@ class LaunchScreen(Step):
         Binding("s", "save", "save to file"),
         Binding("l", "launch", "launch…"),
         Binding("m", "monitor", "monitor"),
+        Binding("b", "routing", "bench + routing"),
+        Binding("f", "frequency", "relaunch: frequency placement"),
     ]
-    LETTERS = Step.LETTERS | {"copy", "save", "launch", "monitor"}
+    LETTERS = Step.LETTERS | {"copy", "save", "launch", "monitor", "routing", "frequency"}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "monitor" and cast(WizardHost, self.app).state.launched is None:
+        state = cast(WizardHost, self.app).state
+        if action in ("monitor", "routing") and state.launched is None:
             return False  # nothing launched yet: no key in the footer
+        if action == "frequency" and state.routing is None:
+            return False  # nothing recorded yet
         return super().check_action(action, parameters)
+
+    def _headers(self) -> dict[str, str]:
+        from ktwizard.apikey import auth_headers
+        from ktwizard.urlauth import headers_for
+
+        d = cast(WizardHost, self.app).state.launched
+        assert d is not None
+        return headers_for(d.url, auth_headers(self.plan.goals.api_key_file))
+
+    def _log(self, line: str) -> None:
+        self.app.call_from_thread(self.query_one("#launch-log", RichLog).write, line)
+
+    @work(thread=True, exclusive=True)
+    def action_routing(self) -> None:
+        """A short decode measurement, then routing recorded on the running server, then the placement verdict."""
+        import time
+
+        from ktwizard.bench.routing import builtin_requests, decode_rate, placement_dir, record
+        from ktwizard.models.routing import read_counts
+        from ktwizard.planner.placement import placement_report
+
+        state = cast(WizardHost, self.app).state
+        d, plan = state.launched, self.launched_plan
+        if d is None or plan is None or not plan.goals.record_routing:
+            self._log("routing: nothing launched with the recorder on")
+            return
+        try:
+            state.rate_before = decode_rate(d.url, self._headers())
+            self._log(f"decode: {state.rate_before:.1f} tok/s for one stream ({plan.goals.placement} placement)")
+            keep = placement_dir() / plan.model.id / time.strftime("%Y-%m-%d-%H%M%S.pt")
+            record(d.url, self._headers(), plan.goals.record_routing, builtin_requests(8), keep)
+            report = placement_report(read_counts(keep), state.model().spec, plan.gpu_experts, str(keep))
+        except KtwizardError as exc:
+            self._log(f"routing: {exc.message}")
+            return
+        state.routing = str(keep)
+        if report.frequency > 1.2 * report.uniform:
+            self._log(
+                f"routing is skewed: frequency placement serves {report.frequency:.0%} of expert calls on the GPU "
+                f"instead of {report.uniform:.0%}; f relaunches with it ({keep})"
+            )
+        else:
+            self._log(f"routing is even: frequency {report.frequency:.0%} vs uniform {report.uniform:.0%} on the GPU")
+        self.app.call_from_thread(self.refresh_bindings)
+
+    def action_frequency(self) -> None:
+        """Stop the server and launch it again with frequency placement from the recording; bench it again."""
+        from dataclasses import replace
+
+        from ktwizard.models.routing import read_counts
+        from ktwizard.planner.core import plan as make
+
+        state = cast(WizardHost, self.app).state
+        if state.routing is None or state.launched is None:
+            return
+        model = state.model()
+        base = self.launched_plan or self.plan
+        goals = replace(base.goals, placement="frequency", expert_stats=state.routing)
+        try:
+            state.plan = make(
+                self.host, model.spec, goals, model.hints, model.recipe, routing=read_counts(state.routing)
+            )
+        except KtwizardError as exc:
+            self.notify(exc.message, severity="error")
+            return
+        self.relaunch_worker(state.launched.name, self.shown(), state.rate_before)
+
+    @work(thread=True, exclusive=True, group="relaunch")
+    def relaunch_worker(self, name: str, plan: Plan, before: float | None) -> None:
+        from ktwizard.deploy.stop import stop_deployment
+
+        self._log(stop_deployment(name))
+        self.app.call_from_thread(self.launch_worker, plan, before)
 
     def action_monitor(self) -> None:
         """Back to the monitor of what this wizard launched (Esc there comes back here)."""
@@ -113,7 +192,7 @@ class LaunchScreen(Step):
         from ktwizard.planner.types import EnvVar
         from ktwizard.render.docker import check_name
 
-        plan, problems = self.plan, []
+        plan, problems = self.recording(), []
         goals = plan.goals
         name = self.query_one("#name", Input).value.strip()
         try:
@@ -138,6 +217,21 @@ class LaunchScreen(Step):
             problems.append(exc.message)
         self.query_one("#image-status", Static).update(Text("; ".join(problems), style="red") if problems else "")
         return replace(plan, goals=goals, flags=flags, image=image, env=env)
+
+    def recording(self) -> Plan:
+        """The plan a wizard launch runs: with the routing recorder on (as `plan --record-routing DIR` renders it),
+        so `b` can suggest a placement from this server's own traffic."""
+        from dataclasses import replace
+
+        from ktwizard.bench.routing import placement_dir
+        from ktwizard.planner.core import plan as make
+
+        plan = self.plan
+        if plan.goals.record_routing:
+            return plan
+        folder = str(placement_dir() / plan.model.id / "raw")
+        model = self.state.model()
+        return make(self.host, model.spec, replace(plan.goals, record_routing=folder), model.hints, model.recipe)
 
     @on(Input.Changed, "#name, #port, #image, #env")
     def rerender(self) -> None:
@@ -191,7 +285,7 @@ class LaunchScreen(Step):
             self.launch_worker(self.shown())  # exactly what the tabs show
 
     @work(thread=True, exclusive=True)
-    def launch_worker(self, plan: Plan) -> None:
+    def launch_worker(self, plan: Plan, before: float | None = None) -> None:
         import io
 
         from ktwizard.deploy.launch import follow_startup
@@ -239,5 +333,14 @@ class LaunchScreen(Step):
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
             return
         cast(WizardHost, self.app).state.launched = deployment
+        self.launched_plan = plan  # what runs now: b records with its recorder folder, f relaunches from it
+        if before is not None:  # a relaunch to compare: the same measurement as before it
+            from ktwizard.bench.routing import decode_rate
+
+            try:
+                after = decode_rate(deployment.url, self._headers())
+                out.write(f"decode before {before:.1f} tok/s, after {after:.1f} tok/s ({plan.goals.placement})\n")
+            except KtwizardError as exc:
+                out.write(f"decode after the relaunch: {exc.message}\n")
         self.app.call_from_thread(self.refresh_bindings)
         self.app.call_from_thread(self.action_monitor)

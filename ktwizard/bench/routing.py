@@ -1,0 +1,100 @@
+"""Record routing on a running server: SGLang's expert-distribution recorder started, traffic driven, stopped and
+dumped (http_server.py's /start|stop|dump_expert_distribution_record), and the dump kept where ktwizard keeps them;
+and a short decode measurement to compare placements by."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ktwizard.errors import KtwizardError
+
+PROMPTS = (
+    "Write a Python function that merges two sorted lists.",
+    "Explain how a B-tree keeps itself balanced.",
+    "Translate 'the weather is nice today' into French, German and Japanese.",
+    "Summarise the causes of the French Revolution in five bullet points.",
+    "What is the derivative of x^3 * sin(x)?",
+    "Write a SQL query for the ten customers with the most orders.",
+    "Give three tips for debugging a memory leak in a long-running service.",
+    "Compose a haiku about GPUs and RAM.",
+)
+
+
+def placement_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "ktwizard" / "placement"
+
+
+def builtin_requests(count: int) -> list[dict]:
+    return [{"messages": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}]} for i in range(count)]
+
+
+def record(
+    url: str,
+    headers: dict[str, str],
+    folder: str,
+    bodies: list[dict],
+    keep: Path,
+    timeout: float = 300.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Drive `bodies` with the recorder on; copy the dump it writes into `folder` to `keep`; returns `keep`."""
+    import httpx
+
+    from ktwizard.bench.client import served_model
+    from ktwizard.models.routing import read_counts
+    from ktwizard.serial import write_atomic
+
+    started = time.time()
+    try:
+        with httpx.Client(timeout=httpx.Timeout(timeout, connect=10), headers=headers) as http:
+            served = served_model(url, headers)
+
+            def call(path: str) -> None:
+                r = http.post(url + path)
+                if r.status_code != 200:
+                    raise KtwizardError(f"{url}{path}: {r.status_code} {r.text[:200]}")
+
+            call("/start_expert_distribution_record")
+            for i, body in enumerate(bodies):
+                r = http.post(url + "/v1/chat/completions", json={"model": served, "max_tokens": 64, **body,
+                                                                  "stream": False})  # fmt: skip
+                if r.status_code != 200:
+                    raise KtwizardError(f"request {i + 1}: {r.status_code} {r.text[:200]}")
+                if progress:
+                    progress(i + 1, len(bodies))
+            call("/stop_expert_distribution_record")
+            call("/dump_expert_distribution_record")
+    except httpx.HTTPError as exc:
+        raise KtwizardError(f"{url}: {exc.__class__.__name__}: {exc}"[:300]) from None
+    dumps = sorted(
+        (p for p in Path(folder).glob("expert_distribution_recorder_*.pt") if p.stat().st_mtime >= started - 1),
+        key=lambda p: p.stat().st_mtime,
+    )
+    if not dumps:
+        raise KtwizardError(f"no dump appeared in {folder} (is it the folder the server writes to?)")
+    read_counts(dumps[-1])  # the format and a sane shape, before it is kept
+    write_atomic(keep, dumps[-1].read_bytes())
+    return keep
+
+
+def decode_rate(url: str, headers: dict[str, str], tokens: int = 64, timeout: float = 300.0) -> float:
+    """One stream's steady decode rate, tok/s, for comparing the same server before and after a change."""
+    import asyncio
+
+    import httpx
+
+    from ktwizard.bench.client import served_model, stream_chat
+
+    model = served_model(url, headers)
+
+    async def once() -> float:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10), headers=headers) as http:
+            r = await stream_chat(http, url, model, PROMPTS[0], tokens)
+        span = r.token_times[-1] - r.token_times[0]
+        return (len(r.token_times) - 1) / span if span > 0 else 0.0
+
+    return asyncio.run(once())
