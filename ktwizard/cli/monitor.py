@@ -182,15 +182,13 @@ def one_malloc_arena() -> None:
     """The dashboard runs beside the server for days: its sampler threads would each get a glibc malloc arena (up to
     8 per core), resident for good. One arena keeps its footprint to what it uses (M_ARENA_MAX, mallopt(3))."""
     import ctypes
-    import ctypes.util
 
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX = -8
+    with contextlib.suppress(OSError, AttributeError):  # glibc's soname: find_library would spawn ldconfig or gcc
+        ctypes.CDLL("libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX = -8
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
     fold_target(args)
-    one_malloc_arena()
     if args.json and not args.once:
         raise BadInput("--json prints one sample: use it with --once (the live dashboard is for a terminal)")
     if args.web:
@@ -235,6 +233,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         from ktwizard.monitor.recording import open_recording
 
         open_recording(args.record).close()  # a path that cannot be written fails now, not in the dashboard
+    one_malloc_arena()  # the live dashboard only: it runs for days beside the server
     app = MonitorApp(
         url=url,
         container=container,

@@ -143,7 +143,8 @@ def watch_parent(env: str, poll_s: float = 1.0) -> None:
     def run() -> None:
         import time
 
-        while start_ticks(pid) == start:
+        # a killed parent stays a zombie until its own parent reaps it: dead all the same
+        while start_ticks(pid) == start and (_stat(pid) or ["Z"])[0] != "Z":
             time.sleep(poll_s)
         os._exit(0)
 
