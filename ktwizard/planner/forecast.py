@@ -108,20 +108,32 @@ def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
     return s.threads * s.clock * s.flops_per_cycle * t.cpu_flops_eff
 
 
-def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> Step:
-    spec = s.spec
-    E, k, L = spec.routed_experts, spec.experts_per_token, spec.moe_layer_count
-    c = max(1, concurrency)
-    touched = E * (1 - (1 - k / E) ** c)  # distinct experts a step reads per layer
+def _touched(spec: ModelSpec, tokens: int) -> float:
+    """Distinct experts per layer that `tokens` routed tokens reach."""
+    E, k = spec.routed_experts, spec.experts_per_token
+    return E * (1 - (1 - k / E) ** tokens)
+
+
+def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
+    """The CPU-resident experts for `tokens` tokens (a decode batch or a prefill chunk): their reads at the host's
+    bandwidth, or their math at its peak, whichever binds."""
+    spec, L = s.spec, s.spec.moe_layer_count
     on_cpu = 1 - s.hit
-    cpu_read = touched * on_cpu * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
-    cpu_math = 2 * c * k * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
+    read = _touched(spec, tokens) * on_cpu * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
+    math = 2.0 * tokens * spec.experts_per_token * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
+    return max(read, math)
+
+
+def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> Step:
+    spec, L = s.spec, s.spec.moe_layer_count
+    c = max(1, concurrency)
+    touched = _touched(spec, c)
     dense = M.non_expert_per_rank(spec, s.tp) - spec.bytes_by_group.get("embeddings", 0) // s.tp
     gpu_experts = touched * s.hit * L * M.gpu_side_expert_bytes(spec) / s.tp
     kv = c * context * spec.kv_cell_bytes(s.tp)
     gpu = (dense + gpu_experts + kv) / (s.gpu.bandwidth * t.gpu_bw_eff)
     fixed = L * t.layer_step_s + (2 * spec.layers * t.allreduce_s if s.tp > 1 else 0.0)
-    return Step(cpu_s=max(cpu_read, cpu_math), gpu_s=gpu, fixed_s=fixed)
+    return Step(cpu_s=_cpu_experts(s, c, t), gpu_s=gpu, fixed_s=fixed)
 
 
 def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
@@ -152,11 +164,8 @@ def prefill_chunk(s: Setup, n: int, prefix: int, t: Terms = TERMS) -> tuple[floa
         math = 2.0 * n * spec.params_active / s.tp / gemm_flops  # the published runs show no overlap with the upload
         return upload + math + attn + fixed + _allreduce(s, n, t), "layerwise"
     on_cpu = 1 - s.hit
-    touched = E * (1 - (1 - k / E) ** n)
-    cpu_read = touched * on_cpu * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
-    cpu_math = 2.0 * n * k * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
     dense = 2.0 * n * (spec.params_active - routed_active * on_cpu) / s.tp / gemm_flops
-    return max(cpu_read, cpu_math) + dense + attn + fixed + _allreduce(s, n, t), "hybrid"
+    return _cpu_experts(s, n, t) + dense + attn + fixed + _allreduce(s, n, t), "hybrid"
 
 
 def _allreduce(s: Setup, n: int, t: Terms) -> float:
