@@ -34,6 +34,23 @@ async def to_plan(pilot, search="kimi-k2.7", weights=None):
     await pilot.pause()
 
 
+async def launch_standin(pilot, image: str, name: str, port: int, env: str):
+    """From the Plan step: the Launch step's options for the stand-in (no GPUs), then `l` and its confirmation."""
+    await pilot.press("ctrl+n")
+    await pilot.pause()
+    s = pilot.app.screen
+    s.query_one("#image").value = image
+    s.query_one("#name").value = name
+    s.query_one("#port").value = str(port)
+    s.query_one("#gpu-mode").value = "none"
+    s.query_one("#env").value = env
+    s.query_one("#formats").focus()
+    await pilot.press("l")
+    await pilot.pause()
+    await pilot.press("y")  # the confirmation
+    return s
+
+
 async def set_input(pilot, id_: str, value: str):
     w = pilot.app.screen.query_one(f"#{id_}")
     w.value = value
@@ -173,18 +190,7 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
             await to_plan(pilot, weights=checkpoint)
             await set_input(pilot, "context", "163840")
             await set_input(pilot, "concurrency", "2")
-            await pilot.press("ctrl+n")
-            await pilot.pause()
-            s = app.screen
-            s.query_one("#image").value = standin_image
-            s.query_one("#name").value = name
-            s.query_one("#port").value = str(port)
-            s.query_one("#gpu-mode").value = "none"
-            s.query_one("#env").value = "STANDIN_STEP_S=0.05"
-            s.query_one("#formats").focus()
-            await pilot.press("l")
-            await pilot.pause()
-            await pilot.press("y")  # the confirmation
+            s = await launch_standin(pilot, standin_image, name, port, "STANDIN_STEP_S=0.05")
             for _ in range(300):
                 await pilot.pause(0.1)
                 if isinstance(app.screen, MonitorScreen) and app.screen.samples >= 2:
@@ -430,18 +436,7 @@ def test_the_wizard_records_routing_and_relaunches_with_frequency_placement(
             await to_plan(pilot, weights=checkpoint)
             await set_input(pilot, "context", "65536")
             await set_input(pilot, "gpu-experts", "8")
-            await pilot.press("ctrl+n")
-            await pilot.pause()
-            s = app.screen
-            s.query_one("#image").value = standin_image
-            s.query_one("#name").value = name
-            s.query_one("#port").value = str(port)
-            s.query_one("#gpu-mode").value = "none"
-            s.query_one("#env").value = "STANDIN_STEP_S=0.05,STANDIN_DECODE_TPS=50"
-            s.query_one("#formats").focus()
-            await pilot.press("l")
-            await pilot.pause()
-            await pilot.press("y")
+            s = await launch_standin(pilot, standin_image, name, port, "STANDIN_STEP_S=0.05,STANDIN_DECODE_TPS=50")
             log = s.query_one("#launch-log")
             await wait_for(pilot, log, "ready at", 60)
             for _ in range(50):
