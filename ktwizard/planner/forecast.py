@@ -104,6 +104,12 @@ def cpu_bandwidth(s: Setup, t: Terms = TERMS) -> float:
     return min(first * (1 + t.second_socket * (s.sockets - 1)), s.threads * CORE_BW)
 
 
+def upload_copy(s: Setup, t: Terms = TERMS) -> float:
+    """B/s of the layerwise upload's host-side copy: rank 0 writes every rank's shard from kt-kernel's memory into
+    pinned buffers (kt_ep_wrapper.py, _prepare_weight_*), a copy bound by one socket's memory."""
+    return socket_bandwidth(s.memory) * t.upload_copy_eff
+
+
 def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
     return s.threads * s.clock * s.flops_per_cycle * t.cpu_flops_eff
 
@@ -158,9 +164,11 @@ def prefill_chunk(s: Setup, n: int, prefix: int, t: Terms = TERMS) -> tuple[floa
     routed_active = k * L * _expert_params(spec)
     if s.threshold is not None and n >= s.threshold:
         # Each rank uploads its shard over its own link, all links together no faster than the host's copy path.
-        link = min(s.tp * s.gpu.pcie * t.pcie_eff, t.upload_cap)
-        moved = (E - s.gpu_experts) * L * M.gpu_side_expert_bytes(spec)
-        upload = moved / link
+        link = min(s.tp * s.gpu.pcie * t.pcie_eff, upload_copy(s, t))
+        # kt_ep_wrapper.py (_prepare_weight_*): expert by expert, rank 0 writes every rank's shard into a pinned
+        # double buffer, then each rank copies its own shard; the write of one overlaps the copies of the last.
+        # (A fixed cost per expert for its barrier fits to 0 on the published runs.)
+        upload = (E - s.gpu_experts) * L * M.gpu_side_expert_bytes(spec) / link
         math = 2.0 * n * spec.params_active / s.tp / gemm_flops  # the published runs show no overlap with the upload
         return upload + math + attn + fixed + _allreduce(s, n, t), "layerwise"
     on_cpu = 1 - s.hit
@@ -288,7 +296,8 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         f"prefill: chunks of {s.chunk}; "
         + (
             f"at or above {s.threshold} tokens each layer's CPU experts cross PCIe at {t.pcie_eff:.2f} x "
-            f"{s.gpu.pcie / 1e9:.0f} GB/s per GPU, at most {t.upload_cap / 1e9:.0f} GB/s together"
+            f"{s.gpu.pcie / 1e9:.0f} GB/s per GPU, at most {upload_copy(s, t) / 1e9:.0f} GB/s together (rank 0's host "
+            f"copy: {t.upload_copy_eff:.2f} x one socket's {socket_bandwidth(m) / 1e9:.0f} GB/s)"
             if s.threshold is not None
             else "no layerwise path"
         )

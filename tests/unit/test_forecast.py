@@ -77,13 +77,28 @@ def test_layerwise_prefill_is_the_expert_upload_plus_the_gpu_math():
     secs, path = prefill_chunk(s, 8192, 0)
     assert path == "layerwise"
     expert = 3 * H * I + 3 * (H // 128) * (I // 128) * 4  # the checkpoint's FP8 expert, as the GPU receives it
-    link = min(63e9 * TERMS.pcie_eff, TERMS.upload_cap)  # one RTX 5090 on PCIe 5.0 x16
+    # one RTX 5090 on PCIe 5.0 x16, or rank 0's copy out of one socket of 12 x DDR5-5600 (the host spec's memory)
+    link = min(63e9 * TERMS.pcie_eff, 12 * 5600e6 * 8 * TERMS.upload_copy_eff)
     upload = (E - 15) * L * expert / link
     flops = 209e12 * TERMS.gpu_flops_eff
     math_s = 2 * 8192 * spec.params_active / (2 * flops)  # FP8 GEMMs on the 5090's FP8 tensor cores
     attn = 2 * 8192 * 4096 * 48 * (128 + 128) * 62 / flops
     assert secs == pytest.approx(upload + math_s + attn + L * TERMS.layer_step_s, rel=0.02)
     assert prefill_chunk(s, 2048, 0)[1] == "hybrid"  # below --kt-gpu-prefill-token-threshold 4096
+
+
+def test_the_upload_is_bound_by_the_links_or_by_rank_0s_host_copy_whichever_is_slower():
+    expert = 3 * H * I + 3 * (H // 128) * (I // 128) * 4
+    moved = (E - 15) * L * expert
+    _, _, fast = minimax("1x5090-2xepyc9355", 15)  # one PCIe 5.0 link against 12 x DDR5-5600
+    links = 63e9 * TERMS.pcie_eff
+    assert links < 12 * 5600e6 * 8 * TERMS.upload_copy_eff  # the links bind
+    # the same box with 4 channels of DDR5-4800 per socket: now rank 0's copy binds, and only the upload changes
+    slow = replace(fast, memory=MemorySpeed("DDR5", 4800, 4, "test"))
+    copy = 4 * 4800e6 * 8 * TERMS.upload_copy_eff
+    assert copy < links
+    grown = prefill_chunk(slow, 8192, 0)[0] - prefill_chunk(fast, 8192, 0)[0]
+    assert grown == pytest.approx(moved / copy - moved / links, rel=1e-6)
 
 
 PLAN_40K_3 = (
