@@ -16,7 +16,18 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     if not os.path.isdir(args.root):
         raise BadInput(f"--root {args.root}: no such directory (give a recorded host's folder)")
+    if args.bandwidth and os.path.realpath(args.root) != "/":
+        raise BadInput("--bandwidth measures this machine's memory: it cannot be given with --root")
     host = probe(root=args.root, weights_dir=args.weights, with_engine=not args.no_engine)
+    if args.bandwidth:
+        from dataclasses import replace
+
+        from ktwizard.host.bandwidth import measure
+
+        print(
+            f"measuring memory read bandwidth, about a second per NUMA node ({len(host.numa_nodes)})", file=sys.stderr
+        )
+        host = replace(host, memory=replace(host.memory, measured=measure(host.numa_nodes)))
     if args.save:
         emit(dump_yaml(host) if args.save.endswith((".yaml", ".yml")) else dump_json(host), args.save)
         print(f"saved the host profile to {args.save}", file=sys.stderr)
@@ -41,4 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--root", default="/", metavar="DIR", help="read DIR/proc and DIR/sys (a recorded host)")
     pr.add_argument("--weights", metavar="DIR", help="measure free disk space here (default: the Hugging Face cache)")
     pr.add_argument("--no-engine", action="store_true", help="do not contact the Docker engine")
+    pr.add_argument(
+        "--bandwidth",
+        action="store_true",
+        help="also measure each NUMA node's memory read bandwidth from its own cores (about a second per node); "
+        "the forecast never assumes more than this",
+    )
     pr.set_defaults(func=cmd_probe)

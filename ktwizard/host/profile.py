@@ -129,6 +129,17 @@ class MemorySpeed:
 
 
 @dataclass(frozen=True)
+class NodeBandwidth:
+    """`probe --bandwidth`: what one NUMA node's memory gave its own cores, read-only, in bytes per second."""
+
+    node: int
+    read_bps: float
+    threads: int
+    seconds: float
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class Memory:
     total: int
     available: int
@@ -143,6 +154,7 @@ class Memory:
     memlock_limit: int | None = None  # bytes; None when unlimited
     memlock_known: bool = True
     speed: MemorySpeed | None = None  # None: neither SMBIOS nor the host spec said
+    measured: tuple[NodeBandwidth, ...] = ()  # probe --bandwidth, one per NUMA node; () when not measured
 
     @property
     def usable(self) -> int:

@@ -6,7 +6,7 @@ import io
 
 from ktwizard.host.checks import host_notices
 from ktwizard.host.isa import kt_variant
-from ktwizard.host.profile import HostProfile
+from ktwizard.host.profile import HostProfile, Memory
 from ktwizard.units import human
 
 
@@ -37,6 +37,7 @@ def render_summary(host: HostProfile, width: int | None = None) -> str:
         f"{human(mem.total)} total, {human(mem.available)} available, swap {human(mem.swap_total)}"
         + (f", cgroup limit {human(mem.cgroup_limit)}" if mem.cgroup_limit else ""),
     )
+    t.add_row("Memory speed", memory_speed_line(mem))
     t.add_row(
         "Hugepages",
         f"2M {mem.hugepages_2m_free}/{mem.hugepages_2m_total} free, 1G "
@@ -111,3 +112,22 @@ def _ranges(cpus: tuple[int, ...]) -> str:
     if start is not None:
         out.append(f"{start}-{prev}" if start != prev else str(start))
     return ",".join(out)
+
+
+def memory_speed_line(mem: Memory) -> str:
+    """The rated speed (SMBIOS or the host spec) and what `probe --bandwidth` measured per NUMA node."""
+    sp = mem.speed
+    rated = (
+        f"{sp.channels_per_socket} x {sp.kind}-{sp.speed_mts} per socket ({sp.source or 'stated'})"
+        if sp
+        else "unknown (the forecast assumes the platform's rated configuration)"
+    )
+    if not mem.measured:
+        return rated + "; read bandwidth not measured (probe --bandwidth)"
+    nodes = ", ".join(
+        f"node {b.node} {b.read_bps / 1e9:.1f} GB/s ({b.threads} threads)"
+        if not b.error
+        else f"node {b.node}: {b.error}"
+        for b in mem.measured
+    )
+    return f"{rated}; read, measured: {nodes}"

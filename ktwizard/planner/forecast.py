@@ -43,6 +43,7 @@ class Setup:
     chunk: int  # --chunked-prefill-size
     threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
     hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
+    measured_bps: float | None = None  # probe --bandwidth: read bandwidth per socket; None when not measured
 
     @property
     def hit(self) -> float:
@@ -79,7 +80,16 @@ def setup_for(
         chunk=max(1, chunk),
         threshold=threshold,
         hit_rate=hit_rate,
+        measured_bps=measured_per_socket(host),
     )
+
+
+def measured_per_socket(host: HostProfile) -> float | None:
+    """What `probe --bandwidth` read, all nodes together, per socket; None unless every node was measured."""
+    runs = host.memory.measured
+    if not runs or any(b.error or b.read_bps <= 0 for b in runs):
+        return None
+    return sum(b.read_bps for b in runs) / max(1, host.cpu.sockets)
 
 
 @dataclass(frozen=True)
@@ -98,9 +108,12 @@ def _expert_params(spec: ModelSpec) -> float:
 
 
 def cpu_bandwidth(s: Setup, t: Terms = TERMS) -> float:
-    """Sustained read bandwidth of the kt thread pools: the first socket's share of its rated bandwidth, each
-    further socket worth `second_socket` of it, never more than the threads can pull."""
+    """Sustained read bandwidth of the kt thread pools: the first socket's share of its rated bandwidth (never more
+    than `probe --bandwidth` read from it), each further socket worth `second_socket` of it, never more than the
+    threads can pull."""
     first = socket_bandwidth(s.memory) * t.cpu_bw_eff
+    if s.measured_bps is not None:
+        first = min(first, s.measured_bps)
     return min(first * (1 + t.second_socket * (s.sockets - 1)), s.threads * CORE_BW)
 
 
@@ -278,6 +291,16 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         f"{t.cpu_bw_eff:.2f} x {socket_bandwidth(m) / 1e9:.0f} GB/s per socket ({m.channels_per_socket} x "
         f"{m.kind}-{m.speed_mts}, {m.source or 'stated'})"
         + (f", +{t.second_socket:.2f} of that per further socket ({s.sockets} used)" if s.sockets > 1 else "")
+        + (
+            f", never more than the {s.measured_bps / 1e9:.0f} GB/s per socket probe --bandwidth read"
+            + (
+                " (binds: the memory is slower than its rating)"
+                if s.measured_bps < socket_bandwidth(m) * t.cpu_bw_eff
+                else ""
+            )
+            if s.measured_bps is not None
+            else ""
+        )
         + f", capped at {s.threads} threads x {CORE_BW / 1e9:.0f} GB/s; {st.cpu_s * 1e3:.1f} ms per step",
         f"GPU: dense weights, GPU experts and KV read at {t.gpu_bw_eff:.2f} x {s.gpu.bandwidth / 1e12:.2f} TB/s "
         f"({s.gpu.why}); {st.gpu_s * 1e3:.1f} ms per step",
