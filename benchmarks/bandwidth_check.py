@@ -51,7 +51,12 @@ def main() -> None:
     result = {
         "host": platform.node(),
         "cpu": next(
-            (line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), ""
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            "",
         ),
         "cpus_allowed": len(os.sched_getaffinity(0)),
         "numa_nodes": len(runs[0]),
