@@ -31,7 +31,14 @@ def probe() -> list[dict]:
 
 
 def sysbench(binary: str, threads: int) -> float:
-    argv = [binary, "memory", "--memory-oper=read", "--memory-block-size=128M", "--memory-total-size=100000G"]
+    argv = [
+        binary,
+        "memory",
+        "--memory-oper=read",
+        "--memory-scope=local",
+        "--memory-block-size=128M",
+        "--memory-total-size=100000G",
+    ]
     out = subprocess.run([*argv, f"--threads={threads}", "--time=2", "run"], capture_output=True, text=True, timeout=60)
     m = re.search(r"\(([\d.]+) MiB/sec\)", out.stdout)
     if not m:

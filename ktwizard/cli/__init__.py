@@ -28,9 +28,19 @@ GROUPS = (
     "doctor",
     "completion",
 )
+# The commands a group registers under another name than its own.
+OTHER_NAMES = {"launch": "deploy", "stop": "deploy", "logs": "deploy", "restart": "ps"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def owner(command: str) -> str | None:
+    """The group that registers `command`, or None when no group does."""
+    group = OTHER_NAMES.get(command, command)
+    return group if group in GROUPS else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or, given the command about to run, only its group: `ktwizard monitor` then loads
+    one module of the fifteen, and the live dashboard keeps the others' parsers out of its memory."""
     p = Parser(prog="ktwizard", description="Plan, launch and monitor SGLang + KTransformers for giant MoE models.")
     from ktwizard import __version__
     from ktwizard.cli.examples import EXAMPLES
@@ -44,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"ktwizard {__version__} (plans for sglang-kt 0.7.2)")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
-    for name in GROUPS:
+    group = owner(command) if command else None
+    for name in (group,) if group else GROUPS:
         import_module(f"ktwizard.cli.{name}").register(sub)
     _add_examples(sub, "", EXAMPLES)
     return p
@@ -74,7 +85,10 @@ def _with_config(func: Callable[[argparse.Namespace], int]) -> Callable[[argpars
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     if not getattr(args, "command", None):
         from ktwizard.cli.wizard import run_wizard
 

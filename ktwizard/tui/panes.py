@@ -7,16 +7,20 @@ repainted area costs the compositor a pass per sample, and the dashboard must co
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Log, RichLog
+from textual.widgets import Log
 
 from ktwizard.monitor.samples import HISTORY, Sample
 from ktwizard.tui.rows import Rows
 from ktwizard.units import human
+
+if TYPE_CHECKING:
+    from textual.widgets import RichLog
 
 # History lines are redrawn every few samples: 600 samples across ~60 cells is one cell per 10 samples,
 # so redrawing every second would only shuffle bucket edges.
@@ -288,15 +292,23 @@ class LogPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Log(id="log-lines", max_lines=500)
-        yield RichLog(id="log-wrapped", max_lines=500, wrap=True, markup=False, highlight=False)
 
-    def on_mount(self) -> None:
-        self.query_one("#log-wrapped", RichLog).display = False
+    def _wrapped_log(self) -> RichLog:
+        """Made the first time full-log mode is asked for: RichLog brings rich.pretty (and attrs) with it, which a
+        dashboard that never shows it should not hold in memory."""
+        from textual.widgets import RichLog
+
+        found = self.query("#log-wrapped")
+        if found:
+            return found.first(RichLog)
+        log = RichLog(id="log-wrapped", max_lines=500, wrap=True, markup=False, highlight=False)
+        self.mount(log)
+        return log
 
     def add(self, line: str) -> None:
         self.kept.append(line)
         if self.wrapped:
-            self.query_one("#log-wrapped", RichLog).write(line)
+            self._wrapped_log().write(line)
         else:
             self.query_one("#log-lines", Log).write_line(line)
 
@@ -305,7 +317,7 @@ class LogPane(Vertical):
         if on == self.wrapped:
             return
         self.wrapped = on
-        plain, wrapped = self.query_one("#log-lines", Log), self.query_one("#log-wrapped", RichLog)
+        plain, wrapped = self.query_one("#log-lines", Log), self._wrapped_log()
         target = wrapped if on else plain
         target.clear()
         if on:

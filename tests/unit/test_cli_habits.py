@@ -45,6 +45,32 @@ def test_every_option_has_help_and_every_command_examples():
             assert sp.epilog and "examples:" in sp.epilog, path
 
 
+def test_a_command_parses_the_same_with_only_its_group_loaded():
+    whole = build_parser()
+    top = next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction))
+    for command, full in top.choices.items():
+        lean = build_parser(command)
+        (only,) = [a for a in lean._actions if isinstance(a, argparse._SubParsersAction)]
+        assert command in only.choices, command  # its group's module registers it
+        assert len(only.choices) < len(top.choices)  # and no other group was loaded
+        assert only.choices[command].format_help() == full.format_help()
+    # anything else (the wizard's own options, a typo) gets the whole command line and its suggestions
+    assert build_parser("--host") is not None and len(top.choices) == len(
+        next(a for a in build_parser("monitr")._actions if isinstance(a, argparse._SubParsersAction)).choices
+    )
+
+
+def test_the_live_dashboard_loads_no_other_command_module():
+    code = (
+        "import sys; from ktwizard.cli import build_parser; build_parser('monitor').parse_args(['monitor', '--once']);"
+        "print(sorted(m for m in sys.modules if m.startswith('ktwizard.cli.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    loaded = set(json.loads(out.stdout.replace("'", '"')))
+    assert "ktwizard.cli.monitor" in loaded
+    assert not loaded & {"ktwizard.cli.plan", "ktwizard.cli.fleet", "ktwizard.cli.deploy", "ktwizard.cli.bench"}
+
+
 def test_help_shows_defaults_and_examples():
     out = run_cli("bench", "--help", env={"NO_COLOR": "1", "COLUMNS": "100"})
     assert out.returncode == 0
