@@ -118,7 +118,7 @@ def experts_sched_shape(t: Terms) -> dict:
             "forecast_rel": round(r / rate[0], 3),
             "error": round(r / rate[0] / float(row["published_rel"]) - 1, 4),
         }
-        for row, r in zip(published, rate)
+        for row, r in zip(published, rate, strict=True)
     ]
     inner = [abs(p["error"]) for p in points if 0 < p["gpu_expert_pct"] < 100]
     return {"median_abs_error_10_to_90": round(statistics.median(inner), 4), "points": points}
