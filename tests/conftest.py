@@ -15,6 +15,18 @@ ORACLES = TESTS / "fixtures" / "oracles"
 CAPTURE = TESTS / "fixtures" / "device" / "h200-capture"
 
 
+def required_tool(binary: str, require: str, install: str) -> str:
+    """The path of a real tool a test checks against: missing, the test skips, or fails where CI sets `require`."""
+    import shutil
+
+    found = shutil.which(binary)
+    if found:
+        return found
+    if os.environ.get(require):
+        pytest.fail(f"{binary} is required here ({install})")
+    pytest.skip(f"{binary} not installed ({install})")
+
+
 @pytest.fixture(params=sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
 def host_dir(request) -> Path:
     return HOSTS / request.param

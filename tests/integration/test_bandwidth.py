@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
-import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import required_tool, run_cli
 
 from ktwizard.host.profile import NodeBandwidth
 from ktwizard.host.spec import load_host
@@ -22,32 +20,15 @@ from ktwizard.planner.forecast_terms import TERMS
 from ktwizard.serial import dump_json
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bandwidth_check import sysbench as sysbench_read  # noqa: E402  the same sysbench run the benchmark records
+
 EPYC = ROOT / "benchmarks" / "forecast" / "hosts" / "1x5090-2xepyc9355.yaml"
 
 
 def sysbench() -> str:
-    found = shutil.which("sysbench")
-    if found:
-        return found
-    if os.environ.get("KTWIZARD_REQUIRE_SYSBENCH"):
-        pytest.fail("sysbench is required here (.ci/run installs Debian's sysbench)")
-    pytest.skip("sysbench not installed (apt-get install sysbench)")
-
-
-def sysbench_read(binary: str, threads: int) -> float:
-    """Bytes per second sysbench's memory read test reaches with `threads` threads on 128 MiB blocks."""
-    argv = [
-        binary,
-        "memory",
-        "--memory-oper=read",
-        "--memory-scope=local",
-        "--memory-block-size=128M",
-        "--memory-total-size=100000G",
-    ]
-    out = subprocess.run([*argv, f"--threads={threads}", "--time=2", "run"], capture_output=True, text=True, timeout=60)
-    m = re.search(r"\(([\d.]+) MiB/sec\)", out.stdout)
-    assert m, out.stdout + out.stderr
-    return float(m.group(1)) * 2**20
+    return required_tool("sysbench", "KTWIZARD_REQUIRE_SYSBENCH", "apt-get install sysbench")
 
 
 def test_every_numa_node_is_measured_from_its_own_cpus_and_agrees_with_sysbench():
@@ -67,7 +48,7 @@ def test_every_numa_node_is_measured_from_its_own_cpus_and_agrees_with_sysbench(
     if len(best) == 1:  # one node: sysbench on as many threads reads the same memory
         threads = best[0]["threads"]
         assert threads == min(64, len(allowed))
-        reference = max(sysbench_read(binary, threads) for _ in range(2))
+        reference = max(sysbench_read(binary, threads) for _ in range(2))  # benchmarks/bandwidth_check.py's run
         ratio = best[0]["read_bps"] / reference
         # wide: a small shared VM's memory swings by a third from run to run (benchmarks/results/bandwidth-check-*)
         assert 0.5 < ratio < 1.5, f"probe {best[0]['read_bps'] / 1e9:.1f} GB/s vs sysbench {reference / 1e9:.1f} GB/s"

@@ -4,13 +4,11 @@ fails, and what is skipped is exactly the exceptions the rendering states with t
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 
 import pytest
 import yaml
-from conftest import run_cli
+from conftest import required_tool, run_cli
 
 from ktwizard.fleet.k8s_policy import ROUTER_EXCEPTIONS, SERVER_EXCEPTIONS
 
@@ -18,12 +16,9 @@ XEON, RTX = "xeon-2s-amx-4x4090-48gb", "rtx-pro-6000-epyc-9355"
 
 
 def checkov() -> str:
-    found = shutil.which("checkov")
-    if found:
-        return found
-    if os.environ.get("KTWIZARD_REQUIRE_CHECKOV"):
-        pytest.fail("checkov is required here (.ci/run installs it in its own virtual environment)")
-    pytest.skip("checkov not installed (python3 -m venv /opt/checkov && /opt/checkov/bin/pip install checkov)")
+    return required_tool(
+        "checkov", "KTWIZARD_REQUIRE_CHECKOV", "python3 -m venv /opt/checkov && /opt/checkov/bin/pip install checkov"
+    )
 
 
 def scan(binary: str, path) -> dict:
