@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from ktwizard.host.profile import NodeBandwidth, NumaNode
 
@@ -21,6 +22,7 @@ MiB = 1 << 20
 BUFFER = 128 * MiB  # per thread: well past any last-level cache share a core has
 MAX_THREADS = 64  # a node's bandwidth saturates long before this many cores
 MAX_SHARE = 0.25  # never take more than a quarter of a node's free memory
+PAST_CACHE = 4  # the buffers together are at least this many times the last-level caches the node's CPUs share
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,32 @@ def _worker(cpu: int, size: int, start: threading.Barrier, until: list[float], o
         start.abort()  # the others and the caller stop waiting
 
 
+def last_level_cache(cpus: list[int], root: str = "/") -> int:
+    """Bytes of the distinct last-level caches these CPUs sit behind (sysfs; 512 MiB assumed when it says nothing,
+    as large as the biggest server parts' L3)."""
+    seen: dict[str, int] = {}
+    base = Path(root) / "sys/devices/system/cpu"
+    for cpu in cpus:
+        levels = sorted((base / f"cpu{cpu}" / "cache").glob("index*"), key=lambda d: d.name)
+        for index in reversed(levels):
+            try:
+                if (index / "type").read_text().strip() == "Instruction":
+                    continue
+                shared = (index / "shared_cpu_list").read_text().strip()
+                seen.setdefault(shared, parse_size((index / "size").read_text()))
+            except (OSError, ValueError):
+                continue
+            break
+    return sum(seen.values()) or 512 * MiB
+
+
+def parse_size(text: str) -> int:
+    """sysfs cache sizes: "32768K", "1M"."""
+    text = text.strip().upper()
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    return int(text.rstrip("KMG")) * unit
+
+
 def measure_node(node: NumaNode, seconds: float = 1.0, allowed: set[int] | None = None) -> NodeBandwidth:
     """Read bandwidth of `node` from its own CPUs (those this process may use)."""
     cpus = [c for c in node.cpus if allowed is None or c in allowed][:MAX_THREADS]
@@ -66,7 +94,16 @@ def measure_node(node: NumaNode, seconds: float = 1.0, allowed: set[int] | None 
         return NodeBandwidth(node.id, 0.0, 0, 0.0, "no CPU of this node is allowed to this process")
     size = BUFFER
     if node.memory_free:
-        size = max(4 * MiB, min(BUFFER, int(node.memory_free * MAX_SHARE) // len(cpus)))
+        size = min(BUFFER, int(node.memory_free * MAX_SHARE) // len(cpus))
+    if size * len(cpus) < PAST_CACHE * last_level_cache(cpus):
+        return NodeBandwidth(
+            node.id,
+            0.0,
+            len(cpus),
+            0.0,
+            f"too little free memory on the node to read past its {last_level_cache(cpus) >> 20} MiB of cache "
+            f"(a quarter of {(node.memory_free or 0) >> 20} MiB free)",
+        )
     start = threading.Barrier(len(cpus) + 1)
     until = [float("inf")]
     runs = [_Run()] * len(cpus)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import required_tool, run_cli
 
-from ktwizard.host.profile import NodeBandwidth
+from ktwizard.host.bandwidth import last_level_cache, measure_node
+from ktwizard.host.profile import NodeBandwidth, NumaNode
 from ktwizard.host.spec import load_host
 from ktwizard.models.presets import get_preset
 from ktwizard.planner.forecast import cpu_bandwidth, decode_step, rests_on, setup_for
@@ -96,3 +97,30 @@ def test_a_saved_profile_with_measured_nodes_plans_with_them(tmp_path):
     assert "90 GB/s per socket probe --bandwidth read" in out.stdout
     spec_plan = run_cli(*args, "--host", str(EPYC))
     assert "probe --bandwidth read" not in spec_plan.stdout
+
+
+def test_the_last_level_caches_are_counted_once_per_group_of_cpus_that_share_them(tmp_path):
+    def cache(cpu: int, index: int, kind: str, size: str, shared: str) -> None:
+        d = tmp_path / "sys/devices/system/cpu" / f"cpu{cpu}" / "cache" / f"index{index}"
+        d.mkdir(parents=True)
+        (d / "type").write_text(kind + "\n")
+        (d / "size").write_text(size + "\n")
+        (d / "shared_cpu_list").write_text(shared + "\n")
+
+    for cpu in range(4):  # two L3 slices of 32 MiB, each shared by two CPUs
+        cache(cpu, 0, "Data", "48K", str(cpu))
+        cache(cpu, 1, "Instruction", "32K", str(cpu))
+        cache(cpu, 2, "Unified", "2048K", str(cpu))
+        cache(cpu, 3, "Unified", "32768K", "0-1" if cpu < 2 else "2-3")
+    assert last_level_cache([0, 1, 2, 3], str(tmp_path)) == 2 * 32 * 2**20
+    assert last_level_cache([0, 1], str(tmp_path)) == 32 * 2**20
+    assert last_level_cache([7], str(tmp_path)) == 512 * 2**20  # sysfs says nothing: the largest parts' L3
+
+
+def test_a_node_without_room_to_read_past_its_cache_says_so_instead_of_measuring_the_cache():
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    tight = NumaNode(id=0, cpus=tuple(cpus), memory_total=2**30, memory_free=64 * 2**20)
+    result = measure_node(tight, 0.2)
+    assert result.read_bps == 0 and "too little free memory" in (result.error or "")
+    roomy = NumaNode(id=0, cpus=tuple(cpus), memory_total=None, memory_free=None)
+    assert measure_node(roomy, 0.2).read_bps > 0
