@@ -8,6 +8,7 @@ from rich.text import Text
 
 from ktwizard.host.checks import host_notices
 from ktwizard.host.isa import kt_variant
+from ktwizard.host.summary import memory_speed_line
 
 if TYPE_CHECKING:  # annotations only: the Host step paints before the planner is imported
     from ktwizard.host.profile import HostProfile
@@ -54,7 +55,9 @@ def host_cards(host: HostProfile) -> list[tuple[str, Text]]:
             "Memory",
             Text(
                 f"{human(m.total)} total, {human(m.available)} available\nswap {human(m.swap_total)}, THP "
-                f"{m.thp_mode or '?'}" + (f"\ncgroup limit {human(m.cgroup_limit)}" if m.cgroup_limit else "")
+                f"{m.thp_mode or '?'}"
+                + (f"\ncgroup limit {human(m.cgroup_limit)}" if m.cgroup_limit else "")
+                + f"\n{memory_speed_line(m)}"
             ),
         ),
         (

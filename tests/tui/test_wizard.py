@@ -463,3 +463,30 @@ def test_the_wizard_records_routing_and_relaunches_with_frequency_placement(
     flat = " ".join(text.split())  # the log wraps its lines to the pane
     shares = re.search(r"serves (\d+)% of expert calls on the GPU instead of (\d+)%", flat)
     assert shares and int(shares.group(1)) > int(shares.group(2))
+
+
+def test_w_on_the_host_step_measures_this_machines_memory_and_shows_it_on_the_memory_card():
+    from ktwizard.tui.app import WizardApp
+
+    async def go():
+        refused = app_for()  # a bundled host: its memory is not this machine's
+        async with refused.run_test(size=(100, 30)) as pilot:
+            await pilot.press("w")
+            await pilot.pause()
+            notes = [n.message for n in refused._notifications]
+            before = refused.state.host.memory.measured
+        app = WizardApp(host=probe(with_engine=False), host_ref=None, gpus=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("w")
+            for _ in range(100):  # about a second per NUMA node, in a worker thread
+                await pilot.pause(0.1)
+                if app.state.host.memory.measured:
+                    break
+            await pilot.pause(0.2)
+            cards = "\n".join(str(c.content) for c in app.screen.query(".card"))
+            return notes, before, app.state.host.memory.measured, cards
+
+    notes, before, measured, cards = asyncio.run(go())
+    assert before == () and any("this machine" in n for n in notes)
+    assert measured and all(b.read_bps > 0 and b.error is None for b in measured)
+    assert f"node {measured[0].node} {measured[0].read_bps / 1e9:.1f} GB/s" in cards

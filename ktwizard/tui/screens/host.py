@@ -21,8 +21,8 @@ from ktwizard.tui.widgets import host_cards, warnings_text
 
 class HostScreen(Step):
     STEP = "1 Host"
-    BINDINGS = [*Step.BINDINGS, Binding("r", "reprobe", "re-probe")]
-    LETTERS = Step.LETTERS | {"reprobe"}  # "r" typed into the spec-file box is a letter, not a re-probe
+    BINDINGS = [*Step.BINDINGS, Binding("r", "reprobe", "re-probe"), Binding("w", "bandwidth", "measure memory")]
+    LETTERS = Step.LETTERS | {"reprobe", "bandwidth"}  # typed into the spec-file box, "r" and "w" are letters
 
     def compose(self) -> ComposeResult:
         from ktwizard.host.spec import bundled_hosts
@@ -66,6 +66,24 @@ class HostScreen(Step):
 
         host = probe()
         self.app.call_from_thread(self._probed, host, None)
+
+    def action_bandwidth(self) -> None:
+        """probe --bandwidth from the wizard: this machine's memory, read per NUMA node; the plan then never assumes
+        more CPU-side bandwidth than was read."""
+        if self.state.host_ref or self.state.host is None:
+            self.notify("memory is measured on this machine: pick 'this machine (probe)' first", severity="warning")
+            return
+        self.notify(f"measuring memory read bandwidth, about a second per NUMA node ({len(self.host.numa_nodes)})")
+        self._measure(self.host)
+
+    @work(thread=True, exclusive=True)
+    def _measure(self, host) -> None:
+        from dataclasses import replace
+
+        from ktwizard.host.bandwidth import measure
+
+        measured = replace(host, memory=replace(host.memory, measured=measure(host.numa_nodes)))
+        self.app.call_from_thread(self._probed, measured, None)
 
     def _probed(self, host, ref) -> None:
         self.state.host, self.state.host_ref, self.state.plan = host, ref, None
