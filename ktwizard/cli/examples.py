@@ -1,7 +1,8 @@
 """Examples shown under each subcommand's help (one table, so every command has them)."""
 
 EXAMPLES = {
-    "probe": "ktwizard probe\n  ktwizard probe --json\n  ktwizard probe --save host.yaml --weights /models",
+    "probe": "ktwizard probe\n  ktwizard probe --json\n  ktwizard probe --save host.yaml --weights /models\n"
+    "  ktwizard probe --bandwidth --save host.yaml",
     "presets": "ktwizard presets\n  ktwizard presets --host rtx-pro-6000-epyc-9355\n  ktwizard presets --json",
     "plan": "ktwizard plan --preset kimi-k2.7-code --host rtx-pro-6000-epyc-9355 --context 160k --concurrency 2\n"
     "  ktwizard plan --model /models/DeepSeek-V3 --format docker\n"
