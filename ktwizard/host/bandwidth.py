@@ -40,8 +40,8 @@ def _libc_memchr() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
 
 
 def _worker(cpu: int, size: int, start: threading.Barrier, until: list[float], out: list[_Run], slot: int) -> None:
-    memchr = _libc_memchr()
     try:
+        memchr = _libc_memchr()  # no glibc (musl): an error line, not a traceback
         os.sched_setaffinity(0, {cpu})  # this thread only (Linux: pid 0 is the calling thread)
         buf = mmap.mmap(-1, size)
         if hasattr(mmap, "MADV_HUGEPAGE"):
@@ -56,7 +56,9 @@ def _worker(cpu: int, size: int, start: threading.Barrier, until: list[float], o
             done += size
         out[slot] = _Run(done)
         buf.close()
-    except (OSError, ValueError, threading.BrokenBarrierError) as exc:
+    except threading.BrokenBarrierError:
+        out[slot] = _Run()  # another thread failed first: its error is the one to report
+    except (OSError, ValueError, BufferError, AttributeError) as exc:
         out[slot] = _Run(error=f"CPU {cpu}: {exc}")
         start.abort()  # the others and the caller stop waiting
 

@@ -124,3 +124,14 @@ def test_a_node_without_room_to_read_past_its_cache_says_so_instead_of_measuring
     assert result.read_bps == 0 and "too little free memory" in (result.error or "")
     roomy = NumaNode(id=0, cpus=tuple(cpus), memory_total=None, memory_free=None)
     assert measure_node(roomy, 0.2).read_bps > 0
+
+
+def test_a_cpu_the_thread_cannot_run_on_is_one_error_line_and_nothing_hangs():
+    import time
+
+    cpus = (sorted(os.sched_getaffinity(0))[0], 4095)  # the second one does not exist here
+    node = NumaNode(id=3, cpus=cpus, memory_total=None, memory_free=None)
+    t0 = time.monotonic()
+    result = measure_node(node, 0.5)  # allowed=None: both are tried
+    assert time.monotonic() - t0 < 30
+    assert result.node == 3 and result.read_bps == 0 and result.error.startswith("CPU 4095:")
