@@ -12,6 +12,7 @@ from ktwizard.errors import BadInput
 if TYPE_CHECKING:  # the value parsers below serve every command; models and the planner load where they are used
     from ktwizard.host.profile import HostProfile
     from ktwizard.models.presets import Preset, Recipe, SglangHints
+    from ktwizard.models.routing import RoutingCounts
     from ktwizard.models.spec import ModelSpec
     from ktwizard.planner.types import Goals
 
@@ -114,6 +115,22 @@ def resolve_host(ref: str | None, weights: str | None = None) -> HostProfile:
     from ktwizard.host.probe import probe
 
     return probe(weights_dir=weights, with_engine=False)
+
+
+def routing_counts(goals: Goals, spec: ModelSpec) -> RoutingCounts | None:
+    """The routing counts frequency placement reads, checked against the model (another model's file is refused)."""
+    if goals.placement == "frequency" and not goals.expert_stats:
+        raise BadInput("--placement frequency needs --expert-stats FILE (ktwizard placement record makes one)")
+    if not goals.expert_stats:
+        return None
+    if not goals.expert_stats.endswith(".pt"):  # kt_ep_wrapper.py:4627 reads counts only from a .pt path
+        raise BadInput(f"--expert-stats {goals.expert_stats}: the runtime reads routing counts only from a .pt file")
+    from ktwizard.models.routing import read_counts
+    from ktwizard.planner.placement import check_shape
+
+    counts = read_counts(goals.expert_stats)
+    check_shape(counts, spec, goals.expert_stats)
+    return counts
 
 
 MAX_TOKENS = 16 * 2**20  # no model reads more than this many tokens: larger numbers are typing errors

@@ -8,8 +8,12 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ktwizard.errors import KtwizardError
+
+if TYPE_CHECKING:
+    from ktwizard.models.routing import RoutingCounts
 
 PROMPTS = (
     "Write a Python function that merges two sorted lists.",
@@ -40,12 +44,12 @@ def record(
     keep: Path,
     timeout: float = 300.0,
     progress: Callable[[int, int], None] | None = None,
-) -> Path:
-    """Drive `bodies` with the recorder on; copy the dump it writes into `folder` to `keep`; returns `keep`."""
+) -> RoutingCounts:
+    """Drive `bodies` with the recorder on; copy the dump it writes into `folder` to `keep`; returns its counts."""
     import httpx
 
     from ktwizard.bench.client import served_model
-    from ktwizard.models.routing import read_counts
+    from ktwizard.models.routing import counts_from_bytes, read_dump
     from ktwizard.serial import write_atomic
 
     started = time.time()
@@ -76,9 +80,10 @@ def record(
     )
     if not dumps:
         raise KtwizardError(f"no dump appeared in {folder} (is it the folder the server writes to?)")
-    read_counts(dumps[-1])  # the format and a sane shape, before it is kept
-    write_atomic(keep, dumps[-1].read_bytes())
-    return keep
+    raw = read_dump(dumps[-1])
+    counts = counts_from_bytes(raw, str(dumps[-1]))  # the format and a sane shape, before it is kept
+    write_atomic(keep, raw)
+    return counts
 
 
 def decode_rate(url: str, headers: dict[str, str], tokens: int = 64, timeout: float = 300.0) -> float:

@@ -79,9 +79,9 @@ def make_fleet(args: argparse.Namespace):
         hosts.append((ref or host.hostname or "this-machine", host))
 
     from ktwizard.bench.calibration_store import stored
-    from ktwizard.cli.options import routing_of
+    from ktwizard.inputs import routing_counts
 
-    routing = routing_of(goals, model.spec)  # checked against the model once, for every replica
+    routing = routing_counts(goals, model.spec)  # checked against the model once, for every replica
 
     def plan_for(host, g):
         cal = stored(host, model.spec.id)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, TypeVar
 from ktwizard.errors import BadInput
 
 if TYPE_CHECKING:  # the parser is built for every command: the planner loads only for those that plan
+    from ktwizard.host.profile import HostProfile
+    from ktwizard.inputs import ModelChoice
     from ktwizard.planner.types import Plan
 
 T = TypeVar("T")
@@ -178,9 +180,15 @@ def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:
 
     (launch --gpus none requests no GPU but plans for all.)
     """
+    return planned(args, all_gpus)[2]
+
+
+def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfile, ModelChoice, Plan]:
+    """The host and model the options name (a --profile's where not given) and the plan for them, each made once."""
     from dataclasses import replace
 
-    from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
+    from ktwizard.bench.calibration_store import stored
+    from ktwizard.inputs import goals_from_args, resolve_host, resolve_model, routing_counts
     from ktwizard.planner.core import plan
 
     profile = None
@@ -194,26 +202,7 @@ def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:
         model = resolve_model(args.preset, args.model)
     host = profile.host if profile is not None and not args.host else resolve_host(args.host, args.weights)
     goals = goals_from_args(args, profile.goals if profile is not None else None)
-    from ktwizard.bench.calibration_store import stored
-
-    cal = stored(host, model.spec.id)
     goals = replace(goals, gpus=None) if all_gpus else goals
-    routing = routing_of(goals, model.spec)
-    made = plan(host, model.spec, goals, model.hints, model.recipe, calibration=cal, routing=routing)
-    return made
-
-
-def routing_of(goals, spec):
-    """The routing counts frequency placement reads, checked against the model (another model's file is refused)."""
-    if goals.placement == "frequency" and not goals.expert_stats:
-        raise BadInput("--placement frequency needs --expert-stats FILE (ktwizard placement record makes one)")
-    if not goals.expert_stats:
-        return None
-    if not goals.expert_stats.endswith(".pt"):  # kt_ep_wrapper.py:4627 reads counts only from a .pt path
-        raise BadInput(f"--expert-stats {goals.expert_stats}: the runtime reads routing counts only from a .pt file")
-    from ktwizard.models.routing import read_counts
-    from ktwizard.planner.placement import check_shape
-
-    counts = read_counts(goals.expert_stats)
-    check_shape(counts, spec, goals.expert_stats)
-    return counts
+    cal = stored(host, model.spec.id)
+    routing = routing_counts(goals, model.spec)
+    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibration=cal, routing=routing)

@@ -10,8 +10,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ktwizard.cli.guard import emit
-    from ktwizard.cli.options import make_plan
-    from ktwizard.inputs import resolve_host, resolve_model
+    from ktwizard.cli.options import planned
     from ktwizard.models.routing import read_counts
     from ktwizard.planner.forecast import decode_point
     from ktwizard.planner.forecast_plan import setup_from_plan
@@ -19,10 +18,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ktwizard.serial import dump_json
 
     counts = read_counts(args.file)
-    model = resolve_model(args.preset, args.model)
-    made = make_plan(args)
+    host, model, made = planned(args)
     report = placement_report(counts, model.spec, made.gpu_experts, args.file)
-    host = resolve_host(args.host, args.weights)
     setup = setup_from_plan(host, model.spec, made)
     ctx = made.forecast.context_tokens if made.forecast else 0
     c = made.goals.concurrency
@@ -88,7 +85,6 @@ def cmd_record(args: argparse.Namespace) -> int:
     from ktwizard.cli.chat import target_of
     from ktwizard.deploy import records
     from ktwizard.errors import BadInput
-    from ktwizard.models.routing import read_counts
     from ktwizard.urlauth import headers_for
 
     url, key = target_of(args.target)
@@ -107,8 +103,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     def progress(done: int, total: int) -> None:
         print(f"\r  {done}/{total} requests", end="" if done < total else "\n", file=sys.stderr, flush=True)
 
-    record(url, headers, folder, bodies, out, args.timeout, progress)
-    counts = read_counts(out)
+    counts = record(url, headers, folder, bodies, out, args.timeout, progress)
     print(f"{out}: {counts.layers} layers x {counts.experts} experts, {len(bodies)} requests recorded", file=sys.stderr)
     print(f"next: ktwizard placement show {out} --preset {model_id}", file=sys.stderr)
     print(out)

@@ -20,14 +20,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
         raise BadInput("--bandwidth measures this machine's memory: it cannot be given with --root")
     host = probe(root=args.root, weights_dir=args.weights, with_engine=not args.no_engine)
     if args.bandwidth:
-        from dataclasses import replace
-
-        from ktwizard.host.bandwidth import measure
+        from ktwizard.host.bandwidth import with_measured
 
         print(
             f"measuring memory read bandwidth, about a second per NUMA node ({len(host.numa_nodes)})", file=sys.stderr
         )
-        host = replace(host, memory=replace(host.memory, measured=measure(host.numa_nodes)))
+        host = with_measured(host)
     if args.save:
         emit(dump_yaml(host) if args.save.endswith((".yaml", ".yml")) else dump_json(host), args.save)
         print(f"saved the host profile to {args.save}", file=sys.stderr)

@@ -4,7 +4,8 @@ second per node. One thread per CPU of the node, each pinned to its CPU, allocat
 memchr then reads the whole buffer and writes nothing, at the speed of libc's vector loop, so the bytes it covers are
 the node's read traffic. ctypes releases the GIL around the call, so the threads run in parallel.
 
-The forecast never reads faster than this (planner/speeds.py: a measured node caps the rated configuration)."""
+The forecast never reads faster than this (planner/forecast.py, cpu_bandwidth: a measured node caps the rated
+configuration)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktwizard.host.profile import NodeBandwidth, NumaNode
+from ktwizard.host.profile import HostProfile, NodeBandwidth, NumaNode
 
 MiB = 1 << 20
 BUFFER = 128 * MiB  # per thread: well past any last-level cache share a core has
@@ -97,13 +98,14 @@ def measure_node(node: NumaNode, seconds: float = 1.0, allowed: set[int] | None 
     size = BUFFER
     if node.memory_free:
         size = min(BUFFER, int(node.memory_free * MAX_SHARE) // len(cpus))
-    if size * len(cpus) < PAST_CACHE * last_level_cache(cpus):
+    cache = last_level_cache(cpus)
+    if size * len(cpus) < PAST_CACHE * cache:
         return NodeBandwidth(
             node.id,
             0.0,
             len(cpus),
             0.0,
-            f"too little free memory on the node to read past its {last_level_cache(cpus) >> 20} MiB of cache "
+            f"too little free memory on the node to read past its {cache >> 20} MiB of cache "
             f"(a quarter of {(node.memory_free or 0) >> 20} MiB free)",
         )
     start = threading.Barrier(len(cpus) + 1)
@@ -138,3 +140,10 @@ def measure(nodes: tuple[NumaNode, ...], seconds: float = 1.0) -> tuple[NodeBand
     """Each node in turn, so that no node's test competes with another's for the interconnect."""
     allowed = os.sched_getaffinity(0)
     return tuple(measure_node(n, seconds, allowed) for n in nodes)
+
+
+def with_measured(host: HostProfile) -> HostProfile:
+    """The profile with its NUMA nodes' read bandwidth measured (probe --bandwidth, the wizard's `w`)."""
+    from dataclasses import replace
+
+    return replace(host, memory=replace(host.memory, measured=measure(host.numa_nodes)))

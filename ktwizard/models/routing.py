@@ -92,11 +92,19 @@ class _Unpickler(pickle.Unpickler):
         return _Storage(kind.code, self.archive.read(name))
 
 
-def read_counts(path: str | Path) -> RoutingCounts:
+def read_dump(path: str | Path) -> bytes:
+    """The dump's bytes, size-capped."""
     from ktwizard.serial import read_input
 
-    where = str(path)
-    raw = read_input(Path(path), MAX_FILE, "expert-distribution dump")
+    return read_input(Path(path), MAX_FILE, "expert-distribution dump")
+
+
+def read_counts(path: str | Path) -> RoutingCounts:
+    return counts_from_bytes(read_dump(path), str(path))
+
+
+def counts_from_bytes(raw: bytes, where: str) -> RoutingCounts:
+    """The routing counts of a dump already read (torch.save's zip archive), summed over its steps."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
         pkl = next((n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"), None)

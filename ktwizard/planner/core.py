@@ -20,7 +20,7 @@ from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan, plan_threads
-from ktwizard.planner.types import EnvVar, Goals, GpuBudget, ModelRef, Plan
+from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
 from ktwizard.units import human
 
@@ -200,16 +200,7 @@ def plan(
         max_total_tokens=sizing.pool.max_total_tokens,
         mem_fraction_static=mfs,
         flags=flags,
-        env=build_env(gpus, threads, choice)
-        + (
-            (
-                EnvVar(
-                    "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR", goals.record_routing, "where the recorder writes dumps"
-                ),
-            )
-            if goals.record_routing
-            else ()
-        ),
+        env=build_env(gpus, threads, choice, goals.record_routing),
         gpu_budgets=budgets,
         host_budgets=host_budgets,
         fits=fits and not overflows,

@@ -293,7 +293,9 @@ def _recipe_notes(recipe: Recipe | None, flags: list[Flag], sizing: Sizing) -> l
     return notes
 
 
-def build_env(gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice) -> tuple[EnvVar, ...]:
+def build_env(
+    gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice, record_routing: str | None = None
+) -> tuple[EnvVar, ...]:
     env = [
         EnvVar("HF_HUB_OFFLINE", "1", "never reach the Hub at start-up: the weights are local"),
         EnvVar(
@@ -324,4 +326,6 @@ def build_env(gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice) 
                 "SGLANG_ENABLE_JIT_DEEPGEMM", "0", "DeepGEMM's JIT is unstable on SM120 with the pinned stack (recipe)"
             )
         )
+    if record_routing:
+        env.append(EnvVar(runtime_env.RECORDER_DIR, record_routing, "where the recorder writes dumps"))
     return tuple(env)

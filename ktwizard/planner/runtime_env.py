@@ -12,6 +12,7 @@ from __future__ import annotations
 SGLANG_KT_TORCH_PIN = "2.9.1"
 ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
 EXPANDABLE = "expandable_segments:True"
+RECORDER_DIR = "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR"  # where SGLang's expert-distribution recorder writes dumps
 # Variables a recipe may carry that this runtime ignores, with the reason a plan gives for not rendering them.
 IGNORED = {
     "PYTORCH_ALLOC_CONF": f"torch {SGLANG_KT_TORCH_PIN} (pinned by sglang-kt 0.7.2) ignores it for CUDA "

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ktwizard.errors import BadInput
 from ktwizard.inputs import url_host
+from ktwizard.planner.runtime_env import RECORDER_DIR
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import container_argv, container_paths, flag_groups
 
@@ -48,7 +49,6 @@ class ContainerSpec:
 
 
 ROUTING_DIR = "/routing"  # inside the container: SGLang's expert-distribution recorder writes here
-RECORDER_ENV = "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR"
 
 
 def container_spec(
@@ -70,7 +70,7 @@ def container_spec(
     writable: tuple[tuple[str, str], ...] = ()
     if plan.goals.record_routing:  # the recorder writes its dumps where ktwizard placement record fetches them
         writable = ((plan.goals.record_routing, ROUTING_DIR),)
-        env[RECORDER_ENV] = ROUTING_DIR
+        env[RECORDER_DIR] = ROUTING_DIR
     return ContainerSpec(
         name=check_name(name or container_name(plan)),
         image=image or plan.image or DEFAULT_IMAGE,

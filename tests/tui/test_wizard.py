@@ -34,8 +34,12 @@ async def to_plan(pilot, search="kimi-k2.7", weights=None):
     await pilot.pause()
 
 
-async def launch_standin(pilot, image: str, name: str, port: int, env: str):
-    """From the Plan step: the Launch step's options for the stand-in (no GPUs), then `l` and its confirmation."""
+async def launch_standin(pilot, weights, goals: dict[str, str], image: str, name: str, port: int, env: str):
+    """The preset planned on `weights` with these goals typed on the Plan step; then the Launch step's options for
+    the stand-in (no GPUs), `l` and its confirmation."""
+    await to_plan(pilot, weights=weights)
+    for field, value in goals.items():
+        await set_input(pilot, field, value)
     await pilot.press("ctrl+n")
     await pilot.pause()
     s = pilot.app.screen
@@ -187,10 +191,8 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
     async def go():
         app = app_for()
         async with app.run_test(size=(120, 40)) as pilot:
-            await to_plan(pilot, weights=checkpoint)
-            await set_input(pilot, "context", "163840")
-            await set_input(pilot, "concurrency", "2")
-            s = await launch_standin(pilot, standin_image, name, port, "STANDIN_STEP_S=0.05")
+            goals = {"context": "163840", "concurrency": "2"}
+            s = await launch_standin(pilot, checkpoint, goals, standin_image, name, port, "STANDIN_STEP_S=0.05")
             for _ in range(300):
                 await pilot.pause(0.1)
                 if isinstance(app.screen, MonitorScreen) and app.screen.samples >= 2:
@@ -433,10 +435,9 @@ def test_the_wizard_records_routing_and_relaunches_with_frequency_placement(
     async def go():
         app = app_for()
         async with app.run_test(size=(120, 40)) as pilot:
-            await to_plan(pilot, weights=checkpoint)
-            await set_input(pilot, "context", "65536")
-            await set_input(pilot, "gpu-experts", "8")
-            s = await launch_standin(pilot, standin_image, name, port, "STANDIN_STEP_S=0.05,STANDIN_DECODE_TPS=50")
+            goals = {"context": "65536", "gpu-experts": "8"}
+            env = "STANDIN_STEP_S=0.05,STANDIN_DECODE_TPS=50"
+            s = await launch_standin(pilot, checkpoint, goals, standin_image, name, port, env)
             log = s.query_one("#launch-log")
             await wait_for(pilot, log, "ready at", 60)
             for _ in range(50):

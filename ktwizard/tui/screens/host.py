@@ -78,12 +78,9 @@ class HostScreen(Step):
 
     @work(thread=True, exclusive=True)
     def _measure(self, host) -> None:
-        from dataclasses import replace
+        from ktwizard.host.bandwidth import with_measured
 
-        from ktwizard.host.bandwidth import measure
-
-        measured = replace(host, memory=replace(host.memory, measured=measure(host.numa_nodes)))
-        self.app.call_from_thread(self._probed, measured, None)
+        self.app.call_from_thread(self._probed, with_measured(host), None)
 
     def _probed(self, host, ref) -> None:
         self.state.host, self.state.host_ref, self.state.plan = host, ref, None

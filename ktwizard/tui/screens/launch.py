@@ -70,7 +70,6 @@ class LaunchScreen(Step):
         import time
 
         from ktwizard.bench.routing import builtin_requests, decode_rate, placement_dir, record
-        from ktwizard.models.routing import read_counts
         from ktwizard.planner.placement import placement_report
 
         state = cast(WizardHost, self.app).state
@@ -78,12 +77,13 @@ class LaunchScreen(Step):
         if d is None or plan is None or not plan.goals.record_routing:
             self._log("routing: nothing launched with the recorder on")
             return
+        headers = self._headers()
         try:
-            state.rate_before = decode_rate(d.url, self._headers())
+            state.rate_before = decode_rate(d.url, headers)
             self._log(f"decode: {state.rate_before:.1f} tok/s for one stream ({plan.goals.placement} placement)")
             keep = placement_dir() / plan.model.id / time.strftime("%Y-%m-%d-%H%M%S.pt")
-            record(d.url, self._headers(), plan.goals.record_routing, builtin_requests(8), keep)
-            report = placement_report(read_counts(keep), state.model().spec, plan.gpu_experts, str(keep))
+            counts = record(d.url, headers, plan.goals.record_routing, builtin_requests(8), keep)
+            report = placement_report(counts, state.model().spec, plan.gpu_experts, str(keep))
         except KtwizardError as exc:
             self._log(f"routing: {exc.message}")
             return
@@ -101,7 +101,7 @@ class LaunchScreen(Step):
         """Stop the server and launch it again with frequency placement from the recording; bench it again."""
         from dataclasses import replace
 
-        from ktwizard.models.routing import read_counts
+        from ktwizard.inputs import routing_counts
         from ktwizard.planner.core import plan as make
 
         state = cast(WizardHost, self.app).state
@@ -110,10 +110,9 @@ class LaunchScreen(Step):
         model = state.model()
         base = self.launched_plan or self.plan
         goals = replace(base.goals, placement="frequency", expert_stats=state.routing)
-        try:
-            state.plan = make(
-                self.host, model.spec, goals, model.hints, model.recipe, routing=read_counts(state.routing)
-            )
+        try:  # the recording is read and checked against the model as the command line does
+            routing = routing_counts(goals, model.spec)
+            state.plan = make(self.host, model.spec, goals, model.hints, model.recipe, routing=routing)
         except KtwizardError as exc:
             self.notify(exc.message, severity="error")
             return
