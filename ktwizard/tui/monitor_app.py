@@ -95,8 +95,8 @@ class MonitorScreen(Screen):
         self.sample_loop()
 
     def visible_panes(self) -> frozenset[str]:
-        """The samplers the shown panes declare (Pane.POLLS); hidden panes are not polled."""
-        return frozenset().union(*(p.POLLS for p in self.panes if p.display or isinstance(p, AlertsPane)))
+        """The samplers the shown panes declare (View.POLLS); hidden panes are not polled."""
+        return frozenset().union(*(p.view.POLLS for p in self.panes if p.display or isinstance(p, AlertsPane)))
 
     def poll(self) -> None:
         """Sample now rather than at the next tick."""

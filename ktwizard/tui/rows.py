@@ -13,10 +13,12 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from ktwizard.monitor.view import ZOOM_HINT, more_note
+
 
 class Rows(Widget):
     DEFAULT_CSS = "Rows { height: 1fr; }"
-    ZOOM_HINT = "zoom with 1-4"
+    ZOOM_HINT = ZOOM_HINT
 
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
@@ -64,7 +66,7 @@ class Rows(Widget):
         width, style = self.size.width, self.rich_style
         height = self.content_size.height
         if 0 < height < len(self._visual) and y == height - 1:  # a pane too small for its rows says so
-            note = Text(f"… {len(self._visual) - y} more line(s): {self.ZOOM_HINT}", style="italic grey62")
+            note = Text.assemble(*more_note(len(self._visual) - y, self.ZOOM_HINT))
             return Strip(Segment.apply_style(note.render(self.app.console), style)).crop_extend(0, width, style)
         if y >= len(self._visual):
             return Strip.blank(width, style)
