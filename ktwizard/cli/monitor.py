@@ -136,7 +136,7 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
         url, container = resolve_target(args)
         named = container or (args.container if native_of(args.container)[0] else None)  # a native one by name
         target = (["--url", url] if url else []) + (["--container", named] if named else [])
-    target += ["--interval", str(args.interval)] + (["--no-gpu"] if args.no_gpu else [])
+    target += ["--textual", "--interval", str(args.interval)] + (["--no-gpu"] if args.no_gpu else [])
     check_port(args.bind, args.web_port)
     token = new_token()  # on every bind: any page the user visits can reach 127.0.0.1
     mark_parent()
@@ -171,11 +171,32 @@ def cmd_monitor_replay(args: argparse.Namespace) -> int:
         return 0
     if not _terminal():
         raise BadInput("the dashboard needs a terminal; use --once to print the recording's last sample")
-    from ktwizard.tui.monitor_app import MonitorApp
+    return run_dashboard(args, source=Replay(samples), interval=args.interval, gpus=False)
 
-    app = MonitorApp(source=Replay(samples), interval=args.interval, gpus=False)
-    app.run()
-    return app.return_code or 0
+
+def run_dashboard(args: argparse.Namespace, **kw) -> int:
+    """The live dashboard: curses in a terminal (nvitop's footprint), Textual with --textual or in a browser tab."""
+    from ktwizard.tui.web import served_by_web
+
+    if args.textual or served_by_web():  # textual-serve drives the Textual app only
+        from ktwizard.tui.monitor_app import MonitorApp
+
+        app = MonitorApp(**kw)
+        app.run()
+        return app.return_code or 0  # a crash inside the app is not a success
+    from ktwizard.tui.term_dashboard import TermDashboard
+
+    without_tls(kw.get("url"))
+    print(TermDashboard(**kw).run())
+    return 0
+
+
+def without_tls(url: str | None) -> None:
+    """A terminal dashboard of a plain-http server never speaks TLS (the Docker SDK talks to the engine's unix socket
+    without it), so OpenSSL stays unloaded: libssl and libcrypto cost 4-5 MB resident, a fifth of the dashboard's
+    own, and it must cost no more than nvitop. http.client then has no HTTPSConnection, which nothing here uses."""
+    if (url is None or url.startswith("http://")) and "ssl" not in sys.modules:
+        sys.modules["ssl"] = None  # type: ignore[assignment]  # `import ssl` raises ImportError, as on a build without it
 
 
 def one_malloc_arena() -> None:
@@ -227,14 +248,13 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         return 0
     if not _terminal():
         raise BadInput("the dashboard needs a terminal; in scripts use --once (with --json for the sample as JSON)")
-    from ktwizard.tui.monitor_app import MonitorApp
-
     if args.record:
         from ktwizard.monitor.recording import open_recording
 
         open_recording(args.record).close()  # a path that cannot be written fails now, not in the dashboard
     one_malloc_arena()  # the live dashboard only: it runs for days beside the server
-    app = MonitorApp(
+    return run_dashboard(
+        args,
         url=url,
         container=container,
         interval=args.interval,
@@ -243,8 +263,6 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         deployment=args.container,
         native=native_of(args.container),
     )
-    app.run()
-    return app.return_code or 0  # a crash inside the app is not a success
 
 
 def _text(s) -> str:
@@ -306,6 +324,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo.add_argument("--no-gpu", action="store_true", help="do not poll NVML")
     mo.add_argument("--record", metavar="FILE", help="append every sample to FILE as one JSON line")
     mo.add_argument("--replay", metavar="FILE", help="play a --record file through the dashboard")
+    mo.add_argument(
+        "--textual",
+        action="store_true",
+        help="the Textual dashboard (mouse, command palette) instead of the curses one; about 20 MB more memory",
+    )
     mo.add_argument("--web", action="store_true", help="serve the dashboard to browsers (textual-serve)")
     mo.add_argument("--web-port", type=port("--web-port"), default=8765, metavar="P", help="web port (default 8765)")
     mo.add_argument(

@@ -6,7 +6,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from statistics import median
 from typing import Any
 
 from ktwizard.monitor.logs import LogFollower
@@ -116,7 +115,21 @@ class Monitor:
             self.was_up = self.was_up or srv.up
             hist = list(self.decode)
             if srv.up and srv.decode_tps is not None and (srv.running or 0) > 0 and len(hist) >= 10:
+                from statistics import median  # here: decimal and fractions come with it, half a megabyte
+
                 ref = median(hist[-60:])
                 if ref > 1 and srv.decode_tps < 0.2 * ref:
                     out.append(Alert("warn", f"decode rate collapsed to {srv.decode_tps:.1f} tok/s (median {ref:.1f})"))
         return out
+
+
+def open_source(source: Any | None, record: str | None, **monitor: Any) -> Any:
+    """A dashboard's samples: the source given (a replay) or a Monitor of the target, each sample appended to
+    `record` when asked."""
+    if source is None:
+        source = Monitor(**monitor)
+    if record:
+        from ktwizard.monitor.recording import Recorder
+
+        source = Recorder(source, record)
+    return source

@@ -258,3 +258,36 @@ class AlertsView(View):
 def more_note(hidden: int, hint: str = ZOOM_HINT) -> Line:
     """The last row of a pane too small for its lines."""
     return text(f"… {hidden} more line(s): {hint}", "italic grey62")
+
+
+def machine_note(url: str | None) -> str:
+    """Whose machine the GPU and host panes show: always this one, which may not be the server's."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname if url else None
+    if host in (None, "127.0.0.1", "localhost", "::1", "0.0.0.0"):
+        return "this machine"
+    import socket
+
+    if host in (socket.gethostname(), socket.getfqdn()):
+        return "this machine"
+    return f"this machine, not {host}"
+
+
+def farewell(deployment: str | None) -> str:
+    """What quitting the dashboard says: the server is not stopped with it."""
+    return (
+        f"{deployment} keeps running: ktwizard stop {deployment} stops it" if deployment else "the server keeps running"
+    )
+
+
+def pane_titles(url: str | None) -> dict[str, str]:
+    """The panes' titles by key, numbered as the zoom keys."""
+    whose = machine_note(url)
+    return {
+        "gpu": f"1 GPU memory · {whose}",
+        "host": f"2 Host memory · {whose}",
+        "throughput": "3 Throughput · the server",
+        "log": "4 Log",
+        "alerts": "Alerts",
+    }

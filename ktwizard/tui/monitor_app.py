@@ -15,6 +15,7 @@ from textual.worker import get_current_worker
 
 from ktwizard.monitor.logs import LogFollower
 from ktwizard.monitor.samples import Sample
+from ktwizard.monitor.view import farewell, pane_titles
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, LogPane, Pane, ThroughputPane
 from ktwizard.tui.ticker import Ticker
 
@@ -84,11 +85,8 @@ class MonitorScreen(Screen):
     def on_mount(self) -> None:
         self.app.sub_title = f"monitor {self.url or self.container or ''}"
         self.panes = list(self.query(Pane))  # fixed for the screen's life; a query per sample costs more than a pane
-        whose = machine_note(self.url)
-        self.query_one(GpuPane).border_title = f"1 GPU memory · {whose}"
-        self.query_one(HostPane).border_title = f"2 Host memory · {whose}"
-        self.query_one(ThroughputPane).border_title = "3 Throughput · the server"
-        self.query_one(LogPane).border_title = "4 Log"
+        for key, title in pane_titles(self.url).items():
+            self.query_one(f"#{key}").border_title = title
         self.polled = self.visible_panes()
         if self.container or self.native_log:
             self.follow_log()  # before the sampling loop: its Monitor reads the log when /metrics is off
@@ -107,16 +105,17 @@ class MonitorScreen(Screen):
         # One long-lived worker, not one per sample: starting a worker costs about as much as rendering a
         # sample, and a single loop cannot overlap itself.
         worker = get_current_worker()
-        if self.source is None:
-            from ktwizard.monitor.session import Monitor
+        from ktwizard.monitor.session import open_source
 
-            self.source = Monitor(
-                url=self.url, container=self.container, gpus=self.want_gpus, log=self.log_follower, pid=self.native_pid
-            )
-        if self.record_to:
-            from ktwizard.monitor.recording import Recorder
-
-            self.source = Recorder(self.source, self.record_to)
+        self.source = open_source(
+            self.source,
+            self.record_to,
+            url=self.url,
+            container=self.container,
+            gpus=self.want_gpus,
+            log=self.log_follower,
+            pid=self.native_pid,
+        )
         for _ in self.ticker.ticks(worker):
             if self.paused:
                 continue
@@ -227,20 +226,6 @@ class MonitorScreen(Screen):
             self.log_follower.close()
 
 
-def machine_note(url: str | None) -> str:
-    """Whose machine the GPU and host panes show: always this one, which may not be the server's."""
-    from urllib.parse import urlsplit
-
-    host = urlsplit(url).hostname if url else None
-    if host in (None, "127.0.0.1", "localhost", "::1", "0.0.0.0"):
-        return "this machine"
-    import socket
-
-    if host in (socket.gethostname(), socket.getfqdn()):
-        return "this machine"
-    return f"this machine, not {host}"
-
-
 class MonitorApp(App):
     """`ktwizard monitor`: the dashboard on its own."""
 
@@ -256,7 +241,7 @@ class MonitorApp(App):
     async def action_quit(self) -> None:
         screen = self.screen
         name = getattr(screen, "deployment", None)
-        self.farewell = f"{name} keeps running: ktwizard stop {name} stops it" if name else "the server keeps running"
+        self.farewell = farewell(name)
         self.exit(message=self.farewell)
 
     def get_default_screen(self) -> Screen:

@@ -9,10 +9,8 @@ view never stops a server: its confirmation is a key any page script could send.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import os
 import re
-import secrets
 import shlex
 import sys
 from typing import Any
@@ -78,6 +76,8 @@ def make_server(command: str, bind: str, port: int, token: str, max_sessions: in
 
         def allowed(self, request: web.Request) -> bool:
             given = request.match_info.get("token") or request.query.get("token", "")
+            import hmac
+
             return hmac.compare_digest(given, token) and host_allowed(request.host, is_loopback(bind), port)
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
@@ -132,4 +132,6 @@ def mark_parent() -> None:
 
 
 def new_token() -> str:
+    import secrets  # here, not at the top: every dashboard process imports this module, few serve the web
+
     return secrets.token_urlsafe(24)
