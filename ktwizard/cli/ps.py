@@ -62,7 +62,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
     from ktwizard.deploy import records
     from ktwizard.deploy.engine import connect, find_managed
-    from ktwizard.render.docker import check_name
+    from ktwizard.render.names import check_name
 
     check_name(args.name)
     rec = records.load(args.name)

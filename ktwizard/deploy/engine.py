@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ktwizard.errors import BadInput, KtwizardError
-from ktwizard.render.docker import LABEL
+from ktwizard.render.names import LABEL
 
 MANAGED = f"{LABEL}.managed"
 

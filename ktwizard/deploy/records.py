@@ -31,7 +31,7 @@ def state_dir() -> Path:
 
 def _check(name: str) -> str:
     """A plain deployment name: a record never lands outside the state folder."""
-    from ktwizard.render.docker import check_name
+    from ktwizard.render.names import check_name
 
     return check_name(name)
 

@@ -9,7 +9,8 @@ from typing import TextIO
 from ktwizard.deploy.launch import LaunchOptions, ServerProcess
 from ktwizard.errors import BadInput
 from ktwizard.planner.types import Plan
-from ktwizard.render.docker import check_name, container_name
+from ktwizard.render.docker import container_name
+from ktwizard.render.names import check_name
 
 # Docker's reference grammar, kept to what tags and digests use: registry[:port]/path:tag@sha256:...
 IMAGE = re.compile(

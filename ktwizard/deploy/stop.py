@@ -14,7 +14,7 @@ def stop_deployment(name: str, timeout: int = 30) -> str:
     from ktwizard.deploy import records
     from ktwizard.deploy.native_proc import stop_labelled, stop_owned
     from ktwizard.deploy.procid import DEPLOYMENT_ENV
-    from ktwizard.render.docker import check_name
+    from ktwizard.render.names import check_name
 
     check_name(name)
     corrupt = False

@@ -7,7 +7,8 @@ from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan
 from ktwizard.fleet.router import ROUTER_MODULE, router_args
 from ktwizard.inputs import url_host
-from ktwizard.render.docker import LABEL, compose_service, container_spec
+from ktwizard.render.docker import compose_service, container_spec
+from ktwizard.render.names import LABEL
 
 FLEET_LABEL = f"{LABEL}.fleet"
 

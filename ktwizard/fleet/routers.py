@@ -18,7 +18,7 @@ from ktwizard.fleet.plan import FleetPlan
 from ktwizard.fleet.records import RouterRecord
 from ktwizard.fleet.router import ROUTER_MODULE, router_args
 from ktwizard.render.clients import server_url
-from ktwizard.render.docker import LABEL
+from ktwizard.render.names import LABEL
 
 READY_TIMEOUT_S = 120.0
 

@@ -274,11 +274,16 @@ def machine_note(url: str | None) -> str:
     return f"this machine, not {host}"
 
 
-def farewell(deployment: str | None) -> str:
-    """What quitting the dashboard says: the server is not stopped with it."""
-    return (
-        f"{deployment} keeps running: ktwizard stop {deployment} stops it" if deployment else "the server keeps running"
-    )
+def farewell(deployment: str | None, stopped: str | None = None, last: Sample | None = None) -> str:
+    """What quitting the dashboard says: the server is not stopped with it (unless ^k stopped it, or it died)."""
+    if stopped:
+        return f"{stopped} was stopped from the dashboard"
+    box = last.container if last is not None else None
+    if deployment and box is not None and box.state in ("exited", "dead", "gone"):
+        return f"{deployment} is {box.state}: ktwizard logs {deployment} says why, ktwizard stop {deployment} clears it"
+    if deployment:
+        return f"{deployment} keeps running: ktwizard stop {deployment} stops it"
+    return "the server keeps running"
 
 
 def pane_titles(url: str | None) -> dict[str, str]:

@@ -6,16 +6,13 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ktwizard.errors import BadInput
 from ktwizard.inputs import url_host
 from ktwizard.planner.runtime_env import RECORDER_DIR
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import container_argv, container_paths, flag_groups
+from ktwizard.render.names import LABEL, check_name
 
-LABEL = "io.ktwizard"
 DEFAULT_IMAGE = "sglang-kt:local"
-# Docker's own rule for container names, kept short; also safe as a file name for native records and logs.
-NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}")
 
 
 def container_name(plan: Plan) -> str:
@@ -23,12 +20,6 @@ def container_name(plan: Plan) -> str:
     if plan.goals.name:
         return plan.goals.name
     return "ktwizard-" + (re.sub(r"[^a-zA-Z0-9_.-]+", "-", plan.model.id).strip("-.") or "model")[:53]
-
-
-def check_name(name: str) -> str:
-    if not NAME.fullmatch(name):
-        raise BadInput(f"--name {name!r}: use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit")
-    return name
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ class MonitorScreen(Screen):
         self.predicted = predicted
         self.record_to = record
         self.deployment = deployment or container  # what ^k stops (a record's name)
+        self.stopped: str | None = None  # what ^k did stop
         self.paused = False
         self.busy = False
         self.samples = 0
@@ -217,7 +218,7 @@ class MonitorScreen(Screen):
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
             return
         self.app.call_from_thread(self.notify, said, timeout=10)
-        self.deployment = None
+        self.deployment, self.stopped = None, self.deployment
 
     def on_unmount(self) -> None:
         self.workers.cancel_all()
@@ -240,8 +241,9 @@ class MonitorApp(App):
 
     async def action_quit(self) -> None:
         screen = self.screen
-        name = getattr(screen, "deployment", None)
-        self.farewell = farewell(name)
+        panes = getattr(screen, "panes", None)
+        last = panes[0].sample if panes else None
+        self.farewell = farewell(getattr(screen, "deployment", None), getattr(screen, "stopped", None), last)
         self.exit(message=self.farewell)
 
     def get_default_screen(self) -> Screen:

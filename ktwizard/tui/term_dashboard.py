@@ -66,6 +66,7 @@ class TermDashboard:
     ) -> None:
         self.target = url or container or ""
         self.deployment = deployment or container  # what ^k stops (a record's name)
+        self.stopped: str | None = None  # what ^k did stop
         self.container, self.native_log = container, native[0]
         self.source_args = {
             "source": source,
@@ -132,7 +133,7 @@ class TermDashboard:
 
         try:
             self.say(stop_deployment(name), "green")
-            self.deployment = None
+            self.deployment, self.stopped = None, name
         except KtwizardError as exc:
             self.say(exc.message, "bold red")
         self.wake()
@@ -151,9 +152,12 @@ class TermDashboard:
             )
             follower.start()
         threading.Thread(target=self.sample_loop, args=(follower,), name="sample", daemon=True).start()
+        # Ours before curses starts: ncurses then installs none, so no resize is left for a getch() to find
+        before = signal.signal(signal.SIGWINCH, lambda *_: self.wake(b"w"))
         try:
             curses.wrapper(self.main)
         finally:
+            signal.signal(signal.SIGWINCH, before)
             self.cancel.is_cancelled = True
             self.ticker.poke()
             if follower is not None:
@@ -162,7 +166,7 @@ class TermDashboard:
             os.close(self.wake_w)
         if self.failure is not None:
             raise self.failure
-        return farewell(self.deployment)
+        return farewell(self.deployment, self.stopped, self.shown)
 
     def main(self, scr: Any) -> None:
         self.scr = scr
@@ -171,14 +175,9 @@ class TermDashboard:
         scr.nodelay(True)
         scr.keypad(True)
         self.styles = Styles()
-        before = signal.signal(signal.SIGWINCH, lambda *_: self.wake(b"w"))
         keyboard = [sys.stdin.fileno()] if os.isatty(sys.stdin.fileno()) else []
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             self.loop(keyboard)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            signal.signal(signal.SIGWINCH, before)
 
     def loop(self, keyboard: list[int]) -> None:
         drawn, due = 0.0, None  # when the last frame was drawn; when pending log lines must be
@@ -191,9 +190,7 @@ class TermDashboard:
             with contextlib.suppress(BlockingIOError):
                 woke = os.read(self.wake_r, 4096)
             urgent = self.keys() if keyboard and keyboard[0] in ready else False
-            if b"w" in woke:
-                self.resize()
-                urgent = True
+            urgent = self.resized() or urgent  # also a resize before the handler was in place
             if b"l" in woke:
                 self.log_pending = False
                 due = due or drawn + LOG_REDRAW_S
@@ -257,7 +254,7 @@ class TermDashboard:
         elif k in (curses.KEY_HOME, curses.KEY_END):
             self.scroll = len(self.log) * 4 if k == curses.KEY_HOME else 0  # clamped to the rows when drawn
         elif k == curses.KEY_RESIZE:
-            self.resize()
+            pass  # curses has resized (resizeterm queues this key itself: resizing again here would never end)
         else:
             return False
         return True
@@ -276,12 +273,16 @@ class TermDashboard:
         keys = [k for k in shown if k in self.views] + ["alerts"]
         return frozenset().union(*(self.views[k].POLLS for k in keys))
 
-    def resize(self) -> None:
+    def resized(self) -> bool:
+        """Whether the terminal's size changed since curses last looked (then curses is told)."""
         try:
             size = os.get_terminal_size(sys.__stdout__.fileno() if sys.__stdout__ else 1)
         except OSError:
-            return
+            return False
+        if (size.lines, size.columns) == self.scr.getmaxyx():
+            return False
         curses.resizeterm(size.lines, size.columns)
+        return True
 
     # --- drawing ----------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 
-from ktwizard.monitor.view import Line
+from ktwizard.monitor.view import Line, merge
 
 MIN_ROWS, MIN_COLS = 10, 40  # below this the grid has no room for a bar and its numbers
 
@@ -86,23 +86,28 @@ def clip(line: Line, n: int) -> Line:
 
 
 def wrap_line(line: Line, n: int) -> list[Line]:
-    """A pane's line in rows of at most n cells: a narrow terminal never loses a number off the edge."""
+    """A pane's line in rows of at most n cells, broken between words where it can: a narrow terminal never loses
+    a number off the edge."""
     if n <= 0 or sum(cells(t) for t, _ in line) <= n:
         return [line]
-    rows: list[Line] = []
-    row: list[tuple[str, str]] = []
-    left = n
-    for text, style in line:
-        while text:
-            part = cut(text, left) or (text[0] if not row else "")
-            if part:
-                row.append((part, style))
-                left -= cells(part)
-                text = text[len(part) :]
-            if left <= 0 or (text and not part):
-                rows.append(tuple(row))
-                row, left = [], n
-    return [*rows, tuple(row)] if row else rows
+    plain = "".join(t for t, _ in line)
+    styles = [style for t, style in line for _ in t]
+    return [merge([(plain[i], styles[i]) for i in range(a, b)]) for a, b in breaks(plain, n)]
+
+
+def breaks(s: str, n: int) -> list[tuple[int, int]]:
+    """(start, end) of each row of s wrapped to n cells: at the last space that fits, else mid-word."""
+    rows, start = [], 0
+    while cells(s[start:]) > n:
+        end = start + len(cut(s[start:], n) or s[start])
+        if end < len(s) and s[end] != " ":
+            space = s.rfind(" ", start, end)
+            end = space if space > start else end
+        rows.append((start, end))
+        start = end
+        while start < len(s) and s[start] == " ":
+            start += 1
+    return [*rows, (start, len(s))]
 
 
 def wrap(s: str, n: int) -> list[str]:

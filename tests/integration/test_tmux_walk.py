@@ -4,36 +4,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import free_port
+from terminal import TMUX, keys, kill, start, wait_for
 
 pytestmark = pytest.mark.docker
-TMUX = shutil.which("tmux")
-
-
-def capture(session: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
-
-
-def keys(session: str, *k: str) -> None:
-    for key in k:
-        subprocess.run(["tmux", "send-keys", "-t", session, key], check=True)
-        time.sleep(0.25)
-
-
-def wait_for(session: str, text: str, seconds: float = 30) -> str:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        screen = capture(session)
-        if text in screen:
-            return screen
-        time.sleep(0.3)
-    raise AssertionError(f"{text!r} never appeared; the screen:\n{capture(session)}")
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
@@ -50,7 +28,7 @@ def test_walk_the_wizard_at_80x24(docker_client, standin_image, checkpoint, stat
     session = f"ktw-walk-{os.getpid()}"
     env = f"XDG_STATE_HOME={state_home} XDG_CONFIG_HOME={tmp_path / 'config'} STANDIN_STEP_S=0.05"
     cmd = f"env {env} {sys.executable} -m ktwizard --profile {profile}; sleep 30"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd], check=True)
+    start(session, cmd, 80, 24)
     name = "ktwizard-kimi-k2.7-code"
     try:
         wait_for(session, "3 Plan")  # a profile opens at its plan, the earlier steps behind it
@@ -78,7 +56,7 @@ def test_walk_the_wizard_at_80x24(docker_client, standin_image, checkpoint, stat
         wait_for(session, "stopped and removed", 60)
         keys(session, "q")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        kill(session)
         subprocess.run([sys.executable, "-m", "ktwizard", "stop", name], capture_output=True,
                        env={**os.environ, "XDG_STATE_HOME": str(state_home)})  # fmt: skip
     import docker

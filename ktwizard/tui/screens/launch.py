@@ -189,7 +189,7 @@ class LaunchScreen(Step):
 
         from ktwizard.inputs import parse_count, parse_env
         from ktwizard.planner.types import EnvVar
-        from ktwizard.render.docker import check_name
+        from ktwizard.render.names import check_name
 
         plan, problems = self.recording(), []
         goals = plan.goals

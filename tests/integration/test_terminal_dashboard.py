@@ -1,0 +1,165 @@
+"""`ktwizard monitor` in a real terminal (tmux): the curses dashboard on the stand-in, natively and in a container,
+by keys only; the rates it shows against the stand-in's configured rate; what it leaves unloaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import threading
+import time
+from pathlib import Path
+from statistics import median
+
+import pytest
+from conftest import REPO, free_port, run_cli
+from terminal import TMUX, capture, keys, kill, pane_pid, resize, start, wait_for
+
+pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+
+BASE = ["--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", "65536", "--concurrency", "2"]
+RATE = 40.0  # STANDIN_DECODE_TPS: tokens/s of one stream
+
+
+def stream(port: int, tokens: int) -> None:
+    import httpx
+
+    body = {
+        "model": "kimi-k2.7-code",
+        "messages": [{"role": "user", "content": "hello " * 50}],
+        "max_tokens": tokens,
+        "stream": True,
+    }
+    with httpx.stream("POST", f"http://127.0.0.1:{port}/v1/chat/completions", json=body, timeout=60) as r:
+        for _ in r.iter_lines():
+            pass
+
+
+def dashboard_pid(session: str) -> int:
+    from ktwizard.deploy.procid import descendants
+
+    shell = pane_pid(session)
+    for pid in descendants(shell):
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if b"monitor" in fh.read():
+                return pid
+    raise AssertionError("the dashboard process is not running")
+
+
+def monitor_command(state_home: Path, *args: str) -> str:
+    line = " ".join(args)
+    return f"env XDG_STATE_HOME={state_home} {sys.executable} -m ktwizard monitor {line}; echo EXITED $?; sleep 60"
+
+
+def test_a_native_server_by_name_rates_zoom_pause_and_a_confirmed_stop(checkpoint, state_home):
+    port, name = free_port(), f"ktw-term-{time.monotonic_ns() % 10**8}"
+    out = run_cli(
+        "launch", *BASE, "--native", "--weights", str(checkpoint), "--name", name, "--port", str(port), "--detach",
+        "--env", "STANDIN_STEP_S=0.05", "--env", f"STANDIN_DECODE_TPS={RATE}",
+        env={"PYTHONPATH": str(REPO / "tests" / "standin")},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    record = json.loads((state_home / "ktwizard/deployments" / f"{name}.json").read_text())
+    session = f"ktw-term-{os.getpid()}"
+    start(session, monitor_command(state_home, name, "--no-gpu"), 120, 40)
+    try:
+        screen = wait_for(session, "fired up")  # the native server's log file, followed
+        assert "1 GPU memory · this machine" in screen and "3 Throughput · the server" in screen
+        assert "GPUs not polled (--no-gpu)" in screen
+        # what ktwizard does not need for a plain-http server stays out of its memory
+        maps = Path(f"/proc/{dashboard_pid(session)}/maps").read_text()
+        assert "libssl" not in maps and "libcrypto" not in maps and "textual" not in maps
+
+        workers = [threading.Thread(target=stream, args=(port, 400)) for _ in range(2)]
+        for w in workers:
+            w.start()
+        time.sleep(2.0)
+        rates = []
+        for _ in range(5):
+            time.sleep(1.0)
+            found = re.search(r"decode\s+([\d.]+) tok/s", capture(session))
+            assert found, capture(session)
+            rates.append(float(found[1]))
+        # the test's own arithmetic: two streams at RATE tokens/s each
+        assert median(rates) == pytest.approx(2 * RATE, rel=0.15), rates
+        assert re.search(r"running 2\b", capture(session))
+        for w in workers:
+            w.join()
+
+        keys(session, "3")  # the throughput pane alone, with the room for its other histories
+        screen = wait_for(session, "KV use %")
+        assert "1 GPU memory" not in screen and "inter-token latency p95" in screen
+        keys(session, "Escape")
+        wait_for(session, "1 GPU memory")
+        keys(session, "+")
+        wait_for(session, "sampling every 1.5 s")
+        wait_for(session, "every 1.5 s ·")
+        keys(session, "p")
+        wait_for(session, "paused")
+        keys(session, "p")
+        keys(session, "C-k")
+        wait_for(session, f"Stop and remove {name}?")
+        keys(session, "n")
+        wait_for(session, "not stopped")
+        os.kill(record["pid"], 0)  # still serving
+        keys(session, "C-k")
+        wait_for(session, f"Stop and remove {name}?")
+        keys(session, "y")
+        wait_for(session, f"stopped {name}", 60)
+        keys(session, "q")
+        screen = wait_for(session, "EXITED 0")
+        assert f"{name} was stopped from the dashboard" in screen
+        time.sleep(0.3)
+        with pytest.raises(ProcessLookupError):
+            os.kill(record["pid"], 0)
+    finally:
+        kill(session)
+        run_cli("stop", name)
+
+
+def test_a_server_by_url_in_a_small_terminal_then_a_terminal_too_small(state_home):
+    session = f"ktw-small-{os.getpid()}"
+    start(session, monitor_command(state_home, "--url", "http://127.0.0.1:9", "--no-gpu"), 80, 24)
+    try:
+        screen = wait_for(session, "server down")
+        assert "no log: the server was given by URL" in screen
+        assert all(len(row) <= 80 for row in screen.splitlines())
+        resize(session, 30, 8)
+        wait_for(session, "terminal too small")
+        resize(session, 100, 30)
+        wait_for(session, "3 Throughput")
+        keys(session, "C-k")  # given by URL: nothing ktwizard launched to stop
+        wait_for(session, "only a server ktwizard launched can be stopped here")
+        keys(session, "q")
+        screen = wait_for(session, "EXITED 0")
+        assert "the server keeps running" in screen
+    finally:
+        kill(session)
+
+
+@pytest.mark.docker
+def test_a_container_by_name_its_log_its_state_and_its_death(docker_client, standin_image, checkpoint, state_home):
+    port, name = free_port(), f"ktw-termc-{time.monotonic_ns() % 10**8}"
+    out = run_cli(
+        "launch", *BASE, "--gpus", "none", "--weights", str(checkpoint), "--image", standin_image, "--name", name,
+        "--port", str(port), "--detach", "--env", "STANDIN_STEP_S=0.05",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    session = f"ktw-termc-{os.getpid()}"
+    start(session, monitor_command(state_home, name, "--no-gpu"), 120, 40)
+    try:
+        screen = wait_for(session, "fired up")  # the container's log through the Docker SDK, with no TLS loaded
+        wait_for(session, f"container {name}: running")
+        assert "libssl" not in Path(f"/proc/{dashboard_pid(session)}/maps").read_text()
+        docker_client.containers.get(name).kill()
+        wait_for(session, f"container {name}: exited", 30)  # the host pane
+        screen = wait_for(session, f"container {name} is exited")  # the alert, wrapped between words
+        assert "(exit 137)" in screen
+        assert "metrics endpoint gone" in screen
+        keys(session, "q")
+        screen = wait_for(session, "EXITED 0")
+        assert f"{name} is exited: ktwizard logs {name} says why, ktwizard stop {name} clears it" in screen
+    finally:
+        kill(session)
+        run_cli("stop", name)
