@@ -1,23 +1,38 @@
-"""Where the live dashboard's resident memory goes, beside nvitop's, mapping by mapping (/proc/PID/smaps).
+"""The live dashboard's resident memory and CPU beside nvitop's, in the same run, mapping by mapping.
 
-Both run on pseudo-terminals of the same size for 15 s, monitoring this machine's GPUs (the dashboard with a server
-URL that does not answer); then each process's resident set is split into the interpreter and its extension
-modules, NVML's library, other shared libraries, the heap and anonymous memory, and the rest, with the private and
-shared parts apart. Usage: python benchmarks/footprint.py OUT.json [-- EXTRA DASHBOARD ARGS]
+A stand-in server (tests/standin: SGLang's real metric names and log lines, two streams at 40 tok/s each, one
+request after another) runs natively here, so the dashboards parse a live /metrics every second. `ktwizard
+monitor` (curses), `ktwizard monitor --textual` and nvitop run side by side on pseudo-terminals of 120x40, all
+polling this machine's GPUs; after WARM seconds CPU is read over the next WINDOW seconds, then each resident set is
+split by mapping (/proc/PID/smaps): the interpreter, extension modules, NVML's library, the heap and anonymous
+memory, with the private and shared parts apart.
+
+Usage: python benchmarks/footprint.py OUT.json [--seconds 40] [-- EXTRA DASHBOARD ARGS]
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import tempfile
+import threading
+import time
+import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from speed import PY, drain, on_pty  # noqa: E402
+from speed import PY, ROOT, drain, on_pty  # noqa: E402
+
+WARM, WINDOW = 15, 25
 
 
 def kind(name: str) -> str:
@@ -62,27 +77,99 @@ def largest_anonymous(pid: int, n: int = 12) -> list[dict]:
     return sorted(out, key=lambda m: -m.get("rss_mb", 0))[:n]
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def standin(folder: Path) -> tuple[subprocess.Popen, str]:
+    """The stand-in server on this machine, ready, and its URL."""
+    from safetensors_fixture import write_shard
+
+    from ktwizard.models.presets import get_preset
+
+    ckpt = folder / "Kimi-K2.7-Code"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(json.dumps(get_preset("kimi-k2.7-code").config))
+    write_shard(ckpt / "model-00001-of-00001.safetensors", [("lm_head.weight", "BF16", (163840, 7168))])
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests" / "standin"), "STANDIN_STEP_S": "0.05"}
+    env["STANDIN_DECODE_TPS"] = "40"
+    argv = [PY, "-m", "sglang.launch_server", "--model-path", str(ckpt), "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(
+        [*argv, "--enable-metrics"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        with contextlib.suppress(OSError):
+            if urllib.request.urlopen(f"{url}/health", timeout=1).status == 200:
+                return server, url
+        time.sleep(0.1)
+    server.kill()
+    raise SystemExit("the stand-in server did not start")
+
+
+def load(url: str, stop: threading.Event) -> None:
+    body = json.dumps(
+        {"model": "default", "messages": [{"role": "user", "content": "hi " * 40}], "max_tokens": 200, "stream": True}
+    ).encode()
+    while not stop.is_set():
+        req = urllib.request.Request(f"{url}/v1/chat/completions", body, {"Content-Type": "application/json"})
+        with contextlib.suppress(OSError, http.client.HTTPException), urllib.request.urlopen(req, timeout=60) as r:
+            while r.read(4096):
+                pass
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
-    extra = sys.argv[sys.argv.index("--") + 1 :] if "--" in sys.argv else []
-    dash = on_pty([PY, "-m", "ktwizard", "monitor", "--url", "http://127.0.0.1:9", *extra])
-    nv = shutil.which("nvitop")
-    top = on_pty([nv] if nv else [PY, "-m", "nvitop"])
-    drain([dash[1], top[1]], 15)
-    result = {}
-    for name, (pid, _) in (("ktwizard monitor", dash), ("nvitop", top)):
-        parts = smaps(pid)
-        result[name] = {
-            "rss_mb": round(sum(p["Rss"] for p in parts.values()), 1),
-            "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
-            "parts": parts,
-            "largest_anonymous": largest_anonymous(pid),
+    args = sys.argv[1:]
+    extra = args[args.index("--") + 1 :] if "--" in args else []
+    seconds = int(args[args.index("--seconds") + 1]) if "--seconds" in args else WARM + WINDOW
+    with tempfile.TemporaryDirectory() as tmp:
+        server, url = standin(Path(tmp))
+        stop = threading.Event()
+        streams = [threading.Thread(target=load, args=(url, stop), daemon=True) for _ in range(2)]
+        for t in streams:
+            t.start()
+        nv = shutil.which("nvitop")
+        procs = {
+            "ktwizard monitor": on_pty([PY, "-m", "ktwizard", "monitor", "--url", url, *extra]),
+            "ktwizard monitor --textual": on_pty([PY, "-m", "ktwizard", "monitor", "--url", url, "--textual", *extra]),
+            "nvitop": on_pty([nv] if nv else [PY, "-m", "nvitop"]),
         }
-    for pid, fd in (dash, top):
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(fd)
-    Path(sys.argv[1]).write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: v["rss_mb"] for k, v in result.items()}))
+        fds = [fd for _, fd in procs.values()]
+        warm = max(1, seconds - WINDOW)
+        drain(fds, warm)
+        before = {name: cpu_seconds(pid) for name, (pid, _) in procs.items()}
+        drain(fds, seconds - warm)
+        result: dict = {"server": url, "seconds": seconds, "cpu_window_s": seconds - warm, "extra_args": extra}
+        for name, (pid, _) in procs.items():
+            parts = smaps(pid)
+            result[name] = {
+                "rss_mb": round(sum(p["Rss"] for p in parts.values()), 1),
+                "cpu_pct": round(100 * (cpu_seconds(pid) - before[name]) / (seconds - warm), 2),
+                "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
+                "parts": parts,
+                "largest_anonymous": largest_anonymous(pid),
+            }
+        for pid, fd in procs.values():
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        stop.set()
+        server.terminate()
+        server.wait(timeout=30)
+    Path(args[0]).write_text(json.dumps(result, indent=1) + "\n")
+    print(
+        json.dumps(
+            {k: {"rss_mb": v["rss_mb"], "cpu_pct": v["cpu_pct"]} for k, v in result.items() if isinstance(v, dict)}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -3,9 +3,9 @@
 - headless `plan --format json` on two cores (taskset -c 0,1), median of 9 runs, target <= 0.25 s;
 - `probe --json` on this machine (NVML included), median of 9, target <= 0.25 s;
 - the wizard's first paint: process start to the Host step on a pseudo-terminal, median of 5, target <= 0.5 s;
-- the dashboard's resident memory and CPU beside nvitop's, in the same run, both on pseudo-terminals, after 15 s.
+- the dashboard's resident memory and CPU beside nvitop's: benchmarks/footprint.py (a live server, three dashboards).
 
-Usage: python benchmarks/speed.py OUT.json   (on the GPU machine; nvitop must be importable for the last one)
+Usage: python benchmarks/speed.py OUT.json   (on the GPU machine)
 """
 
 from __future__ import annotations
@@ -81,35 +81,13 @@ def drain(fds: list[int], seconds: float) -> None:
                 os.read(fd, 65536)
 
 
-def footprint() -> dict:
-    """The dashboard (monitoring this machine's GPU, a server URL that does not answer) and nvitop, side by side."""
-    import psutil
-
-    dash_pid, dash_fd = on_pty([PY, "-m", "ktwizard", "monitor", "--url", "http://127.0.0.1:9"])
-    nv = shutil.which("nvitop")
-    top_pid, top_fd = on_pty([nv] if nv else [PY, "-m", "nvitop"])
-    drain([dash_fd, top_fd], 15)
-    procs = {"ktwizard monitor": psutil.Process(dash_pid), "nvitop": psutil.Process(top_pid)}
-    for p in procs.values():
-        p.cpu_percent(None)
-    drain([dash_fd, top_fd], 10)
-    result = {
-        name: {"rss_mb": round(p.memory_info().rss / 2**20, 1), "cpu_pct_10s": p.cpu_percent(None)}
-        for name, p in procs.items()
-    }
-    for pid, fd in ((dash_pid, dash_fd), (top_pid, top_fd)):
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(fd)
-    return result
-
-
 def breakdown() -> dict:
     """Where the first paint's time and the dashboard's memory go: the interpreter alone, Textual, ktwizard's app."""
     steps = {
         "python": "pass",
         "textual.app": "import textual.app",
         "monitor app": "from ktwizard.tui.monitor_app import MonitorApp",
+        "terminal dashboard": "from ktwizard.tui.term_dashboard import TermDashboard",
         "wizard app": "from ktwizard.tui.app import WizardApp; from ktwizard.tui.screens.host import HostScreen",
         "nvml": "import pynvml; pynvml.nvmlInit()",
     }
@@ -143,7 +121,6 @@ def main() -> None:
         "plan_json_two_cores_s": {"median": round(statistics.median(plan), 3), "runs": [round(x, 3) for x in plan]},
         "probe_s": {"median": round(statistics.median(probe), 3), "runs": [round(x, 3) for x in probe]},
         "wizard_first_paint_s": {"median": round(statistics.median(paint), 3), "runs": [round(x, 3) for x in paint]},
-        "dashboard_vs_nvitop": footprint(),
         "breakdown": breakdown(),
     }
     out_path.write_text(json.dumps(result, indent=1) + "\n")

@@ -178,6 +178,10 @@ def run_dashboard(args: argparse.Namespace, **kw) -> int:
     """The live dashboard: curses in a terminal (nvitop's footprint), Textual with --textual or in a browser tab."""
     from ktwizard.tui.web import served_by_web
 
+    try:
+        import curses  # noqa: F401 - a Python built without it still has the Textual dashboard
+    except ImportError:
+        args.textual = True
     if args.textual or served_by_web():  # textual-serve drives the Textual app only
         from ktwizard.tui.monitor_app import MonitorApp
 
