@@ -23,7 +23,7 @@ EXAMPLES = {
     "  ktwizard fleet launch --plan fleet.json --router docker --router-image sglang-router:local",
     "fleet stop": "ktwizard fleet stop ktwizard-fleet-kimi-k2.7-code",
     "fleet status": "ktwizard fleet status ktwizard-fleet-kimi-k2.7-code --json",
-    "monitor": "ktwizard monitor --container ktwizard-kimi-k2.7-code\n"
+    "monitor": "ktwizard monitor ktwizard-kimi-k2.7-code\n  ktwizard monitor ktwizard-kimi-k2.7-code --textual\n"
     "  ktwizard monitor --url http://127.0.0.1:30000 --once --json\n  ktwizard monitor --fleet NAME --web",
     "exporter": "ktwizard exporter --container ktwizard-kimi-k2.7-code --port 9400",
     "grafana": "ktwizard grafana --out ktwizard-dashboard.json",
