@@ -188,10 +188,11 @@ def run_dashboard(args: argparse.Namespace, **kw) -> int:
         app = MonitorApp(**kw)
         app.run()
         return app.return_code or 0  # a crash inside the app is not a success
+    from ktwizard.monitor.session import Watch
     from ktwizard.tui.term_dashboard import TermDashboard
 
     without_tls(kw.get("url"))
-    print(TermDashboard(**kw).run())
+    print(TermDashboard(Watch(**kw)).run())
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ktwizard.monitor.logs import LogFollower
@@ -123,13 +123,36 @@ class Monitor:
         return out
 
 
-def open_source(source: Any | None, record: str | None, **monitor: Any) -> Any:
-    """A dashboard's samples: the source given (a replay) or a Monitor of the target, each sample appended to
-    `record` when asked."""
-    if source is None:
-        source = Monitor(**monitor)
-    if record:
-        from ktwizard.monitor.recording import Recorder
+@dataclass(frozen=True)
+class Watch:
+    """What a dashboard watches and how: the same for the terminal dashboard and the Textual one."""
 
-        source = Recorder(source, record)
-    return source
+    url: str | None = None
+    container: str | None = None
+    interval: float = 1.0
+    gpus: bool = True
+    source: Any = None  # samples to show instead of polling (a replay)
+    predicted: dict[int, int] | None = None  # the plan's peak per GPU: the mark on each bar
+    record: str | None = None  # a file every sample is appended to
+    deployment: str | None = None  # the record's name, what ^k stops (the container's, when not given)
+    native: tuple[str | None, int | None] = (None, None)  # a native server's log file and process group
+
+    @property
+    def stoppable(self) -> str | None:
+        return self.deployment or self.container
+
+    @property
+    def log_path(self) -> str | None:
+        """The native server's log file, when there is no container log to follow."""
+        return None if self.container else self.native[0]
+
+    def open(self, log: LogFollower | None) -> Any:
+        """The samples: the source given, or a Monitor of the target; each appended to `record` when asked."""
+        source = self.source
+        if source is None:
+            source = Monitor(url=self.url, container=self.container, gpus=self.gpus, log=log, pid=self.native[1])
+        if self.record:
+            from ktwizard.monitor.recording import Recorder
+
+            source = Recorder(source, self.record)
+        return source

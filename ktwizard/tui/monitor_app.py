@@ -15,6 +15,7 @@ from textual.worker import get_current_worker
 
 from ktwizard.monitor.logs import LogFollower
 from ktwizard.monitor.samples import Sample
+from ktwizard.monitor.session import Watch
 from ktwizard.monitor.view import farewell, pane_titles
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, LogPane, Pane, ThroughputPane
 from ktwizard.tui.ticker import Ticker
@@ -46,37 +47,24 @@ class MonitorScreen(Screen):
         Binding("ctrl+k", "stop_server", "stop server…", key_display="^k"),
     ]
 
-    def __init__(
-        self,
-        url: str | None = None,
-        container: str | None = None,
-        interval: float = 1.0,
-        gpus: bool = True,
-        source: SampleSource | None = None,
-        predicted: dict[int, int] | None = None,
-        record: str | None = None,
-        deployment: str | None = None,
-        native: tuple[str | None, int | None] = (None, None),
-    ) -> None:
+    def __init__(self, watch: Watch) -> None:
         super().__init__(name="monitor")
-        self.native_log, self.native_pid = native  # a native server's log file and process group
-        self.url, self.container, self.interval, self.want_gpus = url, container, interval, gpus
-        self.source = source
-        self.predicted = predicted
-        self.record_to = record
-        self.deployment = deployment or container  # what ^k stops (a record's name)
+        self.watching = watch
+        self.url, self.container, self.interval = watch.url, watch.container, watch.interval
+        self.source = watch.source
+        self.deployment = watch.stoppable
         self.stopped: str | None = None  # what ^k did stop
         self.paused = False
         self.busy = False
         self.samples = 0
         self.polled: frozenset[str] = frozenset()
         self.log_follower: LogFollower | None = None
-        self.ticker = Ticker(interval)
+        self.ticker = Ticker(watch.interval)
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)
         with Grid(id="panes"):
-            yield GpuPane(self.predicted, id="gpu")
+            yield GpuPane(self.watching.predicted, id="gpu")
             yield ThroughputPane(id="throughput")
             yield HostPane(id="host")
             yield AlertsPane(id="alerts")
@@ -89,7 +77,7 @@ class MonitorScreen(Screen):
         for key, title in pane_titles(self.url).items():
             self.query_one(f"#{key}").border_title = title
         self.polled = self.visible_panes()
-        if self.container or self.native_log:
+        if self.container or self.watching.log_path:
             self.follow_log()  # before the sampling loop: its Monitor reads the log when /metrics is off
         self.sample_loop()
 
@@ -106,17 +94,7 @@ class MonitorScreen(Screen):
         # One long-lived worker, not one per sample: starting a worker costs about as much as rendering a
         # sample, and a single loop cannot overlap itself.
         worker = get_current_worker()
-        from ktwizard.monitor.session import open_source
-
-        self.source = open_source(
-            self.source,
-            self.record_to,
-            url=self.url,
-            container=self.container,
-            gpus=self.want_gpus,
-            log=self.log_follower,
-            pid=self.native_pid,
-        )
+        self.source = self.watching.open(self.log_follower)
         for _ in self.ticker.ticks(worker):
             if self.paused:
                 continue
@@ -139,7 +117,7 @@ class MonitorScreen(Screen):
         self.log_follower = LogFollower(
             self.container or "",
             on_line=lambda line: self.app.call_from_thread(pane.add, line),
-            path=None if self.container else self.native_log,
+            path=self.watching.log_path,
         )
         self.log_follower.start()
 
@@ -247,7 +225,7 @@ class MonitorApp(App):
         self.exit(message=self.farewell)
 
     def get_default_screen(self) -> Screen:
-        return MonitorScreen(**self.kw)
+        return MonitorScreen(Watch(**self.kw))
 
     @property
     def samples(self) -> int:

@@ -21,6 +21,7 @@ from collections import deque
 from typing import Any
 
 from ktwizard.monitor.samples import Sample
+from ktwizard.monitor.session import Watch
 from ktwizard.monitor.view import (
     AlertsView,
     GpuView,
@@ -52,44 +53,25 @@ class _Cancel:
 
 
 class TermDashboard:
-    def __init__(
-        self,
-        url: str | None = None,
-        container: str | None = None,
-        interval: float = 1.0,
-        gpus: bool = True,
-        source: Any = None,
-        predicted: dict[int, int] | None = None,
-        record: str | None = None,
-        deployment: str | None = None,
-        native: tuple[str | None, int | None] = (None, None),
-    ) -> None:
-        self.target = url or container or ""
-        self.deployment = deployment or container  # what ^k stops (a record's name)
+    def __init__(self, watch: Watch) -> None:
+        self.watching = watch
+        self.target = watch.url or watch.container or ""
+        self.deployment = watch.stoppable
         self.stopped: str | None = None  # what ^k did stop
-        self.container, self.native_log = container, native[0]
-        self.source_args = {
-            "source": source,
-            "record": record,
-            "url": url,
-            "container": container,
-            "gpus": gpus,
-            "pid": native[1],
-        }
         self.views: dict[str, View] = {
-            "gpu": GpuView(predicted),
+            "gpu": GpuView(watch.predicted),
             "host": HostView(),
             "throughput": ThroughputView(),
             "alerts": AlertsView(),
         }
-        self.titles = pane_titles(url)
-        self.ticker = Ticker(interval)
+        self.titles = pane_titles(watch.url)
+        self.ticker = Ticker(watch.interval)
         self.cancel = _Cancel()
         self.paused = False
         self.zoom: str | None = None
         self.scroll = 0  # log rows up from the newest
         self.log: deque[str] = deque(maxlen=500)
-        self.follows_log = bool(container or self.native_log)
+        self.follows_log = bool(watch.container or watch.log_path)
         self.latest: Sample | None = None  # set by the sampling thread
         self.shown: Sample | None = None
         self.samples = 0
@@ -115,10 +97,8 @@ class TermDashboard:
             self.wake(b"l")
 
     def sample_loop(self, log: Any) -> None:
-        from ktwizard.monitor.session import open_source
-
         try:
-            source = open_source(log=log, **self.source_args)
+            source = self.watching.open(log)
             for _ in self.ticker.ticks(self.cancel):
                 if not self.paused:
                     self.latest = source.sample(self.polled)
@@ -147,9 +127,7 @@ class TermDashboard:
         if self.follows_log:
             from ktwizard.monitor.logs import LogFollower
 
-            follower = LogFollower(
-                self.container or "", on_line=self.on_log, path=None if self.container else self.native_log
-            )
+            follower = LogFollower(self.watching.container or "", on_line=self.on_log, path=self.watching.log_path)
             follower.start()
         threading.Thread(target=self.sample_loop, args=(follower,), name="sample", daemon=True).start()
         # Ours before curses starts: ncurses then installs none, so no resize is left for a getch() to find

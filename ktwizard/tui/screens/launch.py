@@ -127,6 +127,7 @@ class LaunchScreen(Step):
 
     def action_monitor(self) -> None:
         """Back to the monitor of what this wizard launched (Esc there comes back here)."""
+        from ktwizard.monitor.session import Watch
         from ktwizard.tui.monitor_app import MonitorScreen
 
         d = cast(WizardHost, self.app).state.launched
@@ -135,11 +136,13 @@ class LaunchScreen(Step):
             return
         self.app.push_screen(
             MonitorScreen(
-                url=d.url,
-                container=d.name if d.kind == "docker" else None,
-                predicted=self.plan.predicted_peaks(),
-                gpus=cast(WizardHost, self.app).gpus,
-                deployment=d.name,
+                Watch(
+                    url=d.url,
+                    container=d.name if d.kind == "docker" else None,
+                    predicted=self.plan.predicted_peaks(),
+                    gpus=cast(WizardHost, self.app).gpus,
+                    deployment=d.name,
+                )
             )
         )
 
