@@ -163,3 +163,33 @@ def test_a_container_by_name_its_log_its_state_and_its_death(docker_client, stan
     finally:
         kill(session)
         run_cli("stop", name)
+
+
+def test_a_recording_replayed_shows_the_gpu_bar_the_arithmetic_gives(tmp_path, state_home):
+    """A recording's GPU sample through --replay: the bar's filled cells are round(used / total x bar width), the
+    width being what the row leaves beside its label and numbers (40 at most)."""
+    from ktwizard.monitor.recording import open_recording, write_sample
+    from ktwizard.monitor.samples import GpuSample, Sample, ServerSample
+    from ktwizard.units import human
+
+    total, used = 150_754_820_096, 70_000_000_000
+    path = tmp_path / "rec.jsonl"
+    with open_recording(str(path)) as fh:
+        for i in range(3):
+            gpu = GpuSample(0, "NVIDIA H200", total, used, None, 87.0, 412.0, 61.0, None, None)
+            write_sample(fh, Sample(t=1000.0 + i, gpus=(gpu,), server=ServerSample(up=True, decode_tps=22.0 + i)))
+    session = f"ktw-replay-{os.getpid()}"
+    start(session, monitor_command(state_home, "--replay", str(path)), 120, 40)
+    try:
+        screen = wait_for(session, "decode  24.0 tok/s")
+        row = next(line for line in screen.splitlines() if "GPU0 " in line and " of " in line)
+        tail = f" {human(used)} of {human(total)}"
+        assert tail in row
+        inner = 120 * 3 // 5 - 4  # the GPU pane: three fifths of the width, less its border and padding
+        width = max(8, min(40, inner - len("GPU0 ") - len(tail)))
+        assert row.count("█") == round(used / total * width) and row.count("·") == width - row.count("█")
+        assert "util 87%  412W  61°C" in screen
+        keys(session, "q")
+        wait_for(session, "EXITED 0")
+    finally:
+        kill(session)
