@@ -58,6 +58,7 @@ class TermDashboard:
         self.target = watch.url or watch.container or ""
         self.deployment = watch.stoppable
         self.stopped: str | None = None  # what ^k did stop
+        self.stopping: threading.Thread | None = None
         self.views: dict[str, View] = {
             "gpu": GpuView(watch.predicted),
             "host": HostView(),
@@ -87,7 +88,7 @@ class TermDashboard:
     # --- threads: they only set fields and write one byte to the wake-up pipe -------------------------------
 
     def wake(self, why: bytes = b"s") -> None:
-        with contextlib.suppress(BlockingIOError):  # a full pipe already holds a wake-up
+        with contextlib.suppress(OSError):  # a full pipe already holds a wake-up
             os.write(self.wake_w, why)
 
     def on_log(self, line: str) -> None:
@@ -140,8 +141,11 @@ class TermDashboard:
             self.ticker.poke()
             if follower is not None:
                 follower.close()
-            os.close(self.wake_r)
-            os.close(self.wake_w)
+            if self.stopping is not None and self.stopping.is_alive():  # q right after y: the stop still finishes
+                print(f"waiting for {self.deployment or 'the server'} to stop…", file=sys.stderr, flush=True)
+                self.stopping.join(timeout=90)
+            # The wake-up pipe stays open: a sampling or stop thread may still write to it, and a closed number
+            # could by then name another file. The process ends with the dashboard.
         if self.failure is not None:
             raise self.failure
         return farewell(self.deployment, self.stopped, self.shown)
@@ -203,7 +207,8 @@ class TermDashboard:
             name = self.deployment
             if k in (ord("y"), ord("Y")) and name:
                 self.say(f"stopping {name}…", "yellow", NOTE_S * 12)
-                threading.Thread(target=self.stop_server, args=(name,), name="stop", daemon=True).start()
+                self.stopping = threading.Thread(target=self.stop_server, args=(name,), name="stop", daemon=True)
+                self.stopping.start()
             else:
                 self.say("not stopped", "grey62")
             return True
