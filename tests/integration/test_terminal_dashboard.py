@@ -92,6 +92,15 @@ def test_a_native_server_by_name_rates_zoom_pause_and_a_confirmed_stop(checkpoin
         assert "1 GPU memory" not in screen and "inter-token latency p95" in screen
         keys(session, "Escape")
         wait_for(session, "1 GPU memory")
+        keys(session, "l")  # the full log: every line whole, scrolled by keys
+        screen = wait_for(session, "╭─ 4 Log")
+        assert "1 GPU memory" not in screen and "Decode batch" in screen
+        keys(session, "Up", "Up", "Up")
+        wait_for(session, "3 rows up (End: newest)")
+        keys(session, "End")
+        assert "rows up" not in wait_for(session, "╭─ 4 Log ─")
+        keys(session, "l")
+        wait_for(session, "1 GPU memory")
         keys(session, "+")
         wait_for(session, "sampling every 1.5 s")
         wait_for(session, "every 1.5 s ·")
