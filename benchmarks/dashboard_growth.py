@@ -7,10 +7,7 @@ Usage: python benchmarks/dashboard_growth.py OUT.json
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -24,11 +21,7 @@ def rss_mb(pid: int) -> float:
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        server, url = footprint.standin(Path(tmp))
-        stop = threading.Event()
-        for _ in range(2):
-            threading.Thread(target=footprint.load, args=(url, stop), daemon=True).start()
+    with footprint.serving() as url:
         pid, fd = on_pty([PY, "-m", "ktwizard", "monitor", "--url", url, "--no-gpu", "--interval", "0.2"])
         drain([fd], 10)
         early = rss_mb(pid)
@@ -39,12 +32,7 @@ def main() -> None:
             "rss_at_10s_mb": round(early, 1),
             "rss_at_160s_mb": round(rss_mb(pid), 1),
         }
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(fd)
-        stop.set()
-        server.terminate()
-        server.wait(timeout=30)
+        footprint.end(pid, fd)
     Path(sys.argv[1]).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))
 

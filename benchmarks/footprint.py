@@ -25,6 +25,7 @@ import threading
 import time
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -126,16 +127,33 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@contextlib.contextmanager
+def serving() -> Iterator[str]:
+    """The stand-in under two streams while the block runs; its URL."""
+    with tempfile.TemporaryDirectory() as tmp:
+        server, url = standin(Path(tmp))
+        stop = threading.Event()
+        for _ in range(2):
+            threading.Thread(target=load, args=(url, stop), daemon=True).start()
+        try:
+            yield url
+        finally:
+            stop.set()
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def end(pid: int, fd: int) -> None:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    os.close(fd)
+
+
 def main() -> None:
     args = sys.argv[1:]
     extra = args[args.index("--") + 1 :] if "--" in args else []
     seconds = int(args[args.index("--seconds") + 1]) if "--seconds" in args else WARM + WINDOW
-    with tempfile.TemporaryDirectory() as tmp:
-        server, url = standin(Path(tmp))
-        stop = threading.Event()
-        streams = [threading.Thread(target=load, args=(url, stop), daemon=True) for _ in range(2)]
-        for t in streams:
-            t.start()
+    with serving() as url:
         nv = shutil.which("nvitop")
         procs = {
             "ktwizard monitor": on_pty([PY, "-m", "ktwizard", "monitor", "--url", url, *extra]),
@@ -158,12 +176,7 @@ def main() -> None:
                 "largest_anonymous": largest_anonymous(pid),
             }
         for pid, fd in procs.values():
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            os.close(fd)
-        stop.set()
-        server.terminate()
-        server.wait(timeout=30)
+            end(pid, fd)
     Path(args[0]).write_text(json.dumps(result, indent=1) + "\n")
     print(
         json.dumps(
