@@ -450,6 +450,11 @@ def test_the_wizard_records_routing_and_relaunches_with_frequency_placement(
             text = await wait_for(pilot, log, "routing is skewed", 90)
             await pilot.press("f")
             text = await wait_for(pilot, log, "decode before", 120)
+            for _ in range(100):  # the relaunched server's monitor opens next; the app ends only once it has
+                await pilot.pause(0.1)
+                if isinstance(app.screen, MonitorScreen):
+                    break
+            assert isinstance(app.screen, MonitorScreen)
             return text
 
     try:

@@ -344,5 +344,9 @@ class LaunchScreen(Step):
                 out.write(f"decode before {before:.1f} tok/s, after {after:.1f} tok/s ({plan.goals.placement})\n")
             except KtwizardError as exc:
                 out.write(f"decode after the relaunch: {exc.message}\n")
+        from textual.worker import get_current_worker
+
+        if get_current_worker().is_cancelled:  # the wizard is closing: no monitor to open under its exit
+            return
         self.app.call_from_thread(self.refresh_bindings)
         self.app.call_from_thread(self.action_monitor)
