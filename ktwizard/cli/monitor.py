@@ -176,13 +176,12 @@ def cmd_monitor_replay(args: argparse.Namespace) -> int:
 
 def run_dashboard(args: argparse.Namespace, **kw) -> int:
     """The live dashboard: curses in a terminal (nvitop's footprint), Textual with --textual or in a browser tab."""
+    import importlib.util
+
     from ktwizard.tui.web import served_by_web
 
-    try:
-        import curses  # noqa: F401 - a Python built without it still has the Textual dashboard
-    except ImportError:
-        args.textual = True
-    if args.textual or served_by_web():  # textual-serve drives the Textual app only
+    # textual-serve drives the Textual app only; a Python built without curses still has the Textual dashboard
+    if args.textual or served_by_web() or importlib.util.find_spec("_curses") is None:
         from ktwizard.tui.monitor_app import MonitorApp
 
         app = MonitorApp(**kw)

@@ -146,6 +146,12 @@ class Watch:
         """The native server's log file, when there is no container log to follow."""
         return None if self.container else self.native[0]
 
+    def follow(self, on_line: Callable[[str], None]) -> LogFollower | None:
+        """The server's log followed in a thread (the container's, or a native server's file); None without one."""
+        if not (self.container or self.log_path):
+            return None
+        return LogFollower(self.container or "", on_line=on_line, path=self.log_path).start()
+
     def open(self, log: LogFollower | None) -> Any:
         """The samples: the source given, or a Monitor of the target; each appended to `record` when asked."""
         source = self.source

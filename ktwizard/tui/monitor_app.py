@@ -50,8 +50,7 @@ class MonitorScreen(Screen):
     def __init__(self, watch: Watch) -> None:
         super().__init__(name="monitor")
         self.watching = watch
-        self.url, self.container, self.interval = watch.url, watch.container, watch.interval
-        self.source = watch.source
+        self.url, self.container = watch.url, watch.container
         self.deployment = watch.stoppable
         self.stopped: str | None = None  # what ^k did stop
         self.paused = False
@@ -77,8 +76,8 @@ class MonitorScreen(Screen):
         for key, title in pane_titles(self.url).items():
             self.query_one(f"#{key}").border_title = title
         self.polled = self.visible_panes()
-        if self.container or self.watching.log_path:
-            self.follow_log()  # before the sampling loop: its Monitor reads the log when /metrics is off
+        pane = self.query_one(LogPane)  # before the sampling loop: its Monitor reads the log when /metrics is off
+        self.log_follower = self.watching.follow(lambda line: self.app.call_from_thread(pane.add, line))
         self.sample_loop()
 
     def visible_panes(self) -> frozenset[str]:
@@ -94,13 +93,13 @@ class MonitorScreen(Screen):
         # One long-lived worker, not one per sample: starting a worker costs about as much as rendering a
         # sample, and a single loop cannot overlap itself.
         worker = get_current_worker()
-        self.source = self.watching.open(self.log_follower)
+        source = self.watching.open(self.log_follower)
         for _ in self.ticker.ticks(worker):
             if self.paused:
                 continue
             self.busy = True
             try:
-                s = self.source.sample(self.polled)  # set on the UI thread; a frozenset is safe to read here
+                s = source.sample(self.polled)  # set on the UI thread; a frozenset is safe to read here
             finally:
                 self.busy = False
             self.post_message(SampleReady(s))
@@ -110,25 +109,12 @@ class MonitorScreen(Screen):
         for pane in self.panes:
             pane.sample = msg.sample
 
-    def follow_log(self) -> None:
-        from ktwizard.monitor.logs import LogFollower
-
-        pane = self.query_one(LogPane)
-        self.log_follower = LogFollower(
-            self.container or "",
-            on_line=lambda line: self.app.call_from_thread(pane.add, line),
-            path=self.watching.log_path,
-        )
-        self.log_follower.start()
-
     def action_pause(self) -> None:
         self.paused = not self.paused
         self.app.sub_title = "monitor paused" if self.paused else f"monitor {self.url or ''}"
 
     def action_interval(self, delta: float) -> None:
-        self.interval = self.ticker.interval = max(0.5, min(10.0, self.interval + delta))
-        self.poll()  # the loop takes the new interval from this sample on
-        self.notify(f"sampling every {self.interval:g} s")
+        self.notify(f"sampling every {self.ticker.nudge(delta):g} s")
 
     def action_zoom(self, pane: str) -> None:
         """1-4: that pane fills the screen (the others are not polled); the same key again, or Esc, restores."""

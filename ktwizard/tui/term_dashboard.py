@@ -72,7 +72,6 @@ class TermDashboard:
         self.zoom: str | None = None
         self.scroll = 0  # log rows up from the newest
         self.log: deque[str] = deque(maxlen=500)
-        self.follows_log = bool(watch.container or watch.log_path)
         self.latest: Sample | None = None  # set by the sampling thread
         self.shown: Sample | None = None
         self.samples = 0
@@ -124,12 +123,7 @@ class TermDashboard:
     def run(self) -> str:
         """Until q (or Ctrl-C); what to print once the screen is restored."""
         os.environ.setdefault("ESCDELAY", "25")  # Esc alone, not the start of an arrow key, after 25 ms
-        follower = None
-        if self.follows_log:
-            from ktwizard.monitor.logs import LogFollower
-
-            follower = LogFollower(self.watching.container or "", on_line=self.on_log, path=self.watching.log_path)
-            follower.start()
+        follower = self.watching.follow(self.on_log)
         threading.Thread(target=self.sample_loop, args=(follower,), name="sample", daemon=True).start()
         # Ours before curses starts: ncurses then installs none, so no resize is left for a getch() to find
         before = signal.signal(signal.SIGWINCH, lambda *_: self.wake(b"w"))
@@ -243,9 +237,7 @@ class TermDashboard:
         return True
 
     def pace(self, delta: float) -> None:
-        self.ticker.interval = max(0.5, min(10.0, self.ticker.interval + delta))
-        self.ticker.poke()  # the loop takes the new interval from this sample on
-        self.say(f"sampling every {self.ticker.interval:g} s")
+        self.say(f"sampling every {self.ticker.nudge(delta):g} s")
 
     def say(self, words: str, style: str = "", seconds: float = NOTE_S) -> None:
         self.note = (words, style, time.monotonic() + seconds)
@@ -314,7 +306,7 @@ class TermDashboard:
         return [row for line in lines for row in wrap_line(line, box.inner)]
 
     def log_rows(self, box: Box) -> list[Line]:
-        if not self.follows_log:
+        if not (self.watching.container or self.watching.log_path):
             return [text("no log: the server was given by URL; give its deployment name to follow its log", "grey62")]
         whole = self.zoom == "log"  # the full log wraps each line; the grid's pane cuts them at its edge
         rows = [piece for line in self.log for piece in wrap(line, box.inner)] if whole else list(self.log)

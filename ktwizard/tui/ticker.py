@@ -24,6 +24,12 @@ class Ticker:
             due = time.monotonic() + self.interval
             yield
 
+    def nudge(self, delta: float) -> float:
+        """The interval moved by delta seconds, kept within 0.5-10 s, from the next sample on; the new interval."""
+        self.interval = max(0.5, min(10.0, self.interval + delta))
+        self.poke()
+        return self.interval
+
     def poke(self) -> None:
         """Now rather than at the next tick (a new interval, a key, the end)."""
         self.wake.set()
