@@ -35,24 +35,30 @@ def sysbench() -> str:
 def test_every_numa_node_is_measured_from_its_own_cpus_and_agrees_with_sysbench():
     binary = sysbench()
     nodes = sorted(Path("/sys/devices/system/node").glob("node[0-9]*"))
-    runs = []
-    for _ in range(2):  # the better of two: a shared machine's neighbours only ever slow a run down
+    allowed = os.sched_getaffinity(0)
+    runs, reference = [], []
+    # three rounds, the probe and sysbench side by side in each, so that both meet the same neighbours; the best of
+    # each is compared, because a shared machine's neighbours only ever slow a run down
+    for _ in range(3):
         out = run_cli("probe", "--bandwidth", "--json", "--no-engine", timeout=120)
         assert out.returncode == 0, out.stderr
         runs.append(json.loads(out.stdout)["memory"]["measured"])
+        if len(runs[-1]) == 1:  # one node: sysbench on as many threads reads the same memory
+            reference.append(sysbench_read(binary, runs[-1][0]["threads"]))  # benchmarks/bandwidth_check.py's run
     best = max(runs, key=lambda r: sum(b["read_bps"] for b in r))
     assert [b["node"] for b in best] == [int(n.name[4:]) for n in nodes] or (not nodes and len(best) == 1)
-    allowed = os.sched_getaffinity(0)
     for b in best:
         assert b["error"] is None
         assert 0.9 < b["seconds"] < 5
-    if len(best) == 1:  # one node: sysbench on as many threads reads the same memory
-        threads = best[0]["threads"]
-        assert threads == min(64, len(allowed))
-        reference = max(sysbench_read(binary, threads) for _ in range(2))  # benchmarks/bandwidth_check.py's run
-        ratio = best[0]["read_bps"] / reference
-        # wide: a small shared VM's memory swings by a third from run to run (benchmarks/results/bandwidth-check-*)
-        assert 0.5 < ratio < 1.5, f"probe {best[0]['read_bps'] / 1e9:.1f} GB/s vs sysbench {reference / 1e9:.1f} GB/s"
+    if len(best) == 1:
+        assert best[0]["threads"] == min(64, len(allowed))
+        read, ref = best[0]["read_bps"], max(reference)
+        ratio = read / ref
+        # memchr's vector loop reads faster than sysbench's (x1.22 on the H200 host, steady), and a small shared VM
+        # swings by a third between runs (benchmarks/results/bandwidth-check-*; CI once saw 54.3 vs 34.2 GB/s). What
+        # this must catch stays outside: reading the cache instead of DRAM (x3 and more) or counting bytes twice
+        # (x2 on top of the x1.22)
+        assert 0.5 < ratio < 2, f"probe {read / 1e9:.1f} GB/s vs sysbench {ref / 1e9:.1f} GB/s"
 
 
 def test_bandwidth_is_refused_for_a_recorded_host():
