@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import time
 
@@ -187,29 +186,13 @@ def run_dashboard(args: argparse.Namespace, **kw) -> int:
         app = MonitorApp(**kw)
         app.run()
         return app.return_code or 0  # a crash inside the app is not a success
+    from ktwizard.cli.lean import leave_unloaded
     from ktwizard.monitor.session import Watch
     from ktwizard.tui.term_dashboard import TermDashboard
 
-    without_tls(kw.get("url"))
+    leave_unloaded(kw.get("url"))
     print(TermDashboard(Watch(**kw)).run())
     return 0
-
-
-def without_tls(url: str | None) -> None:
-    """A terminal dashboard of a plain-http server never speaks TLS (the Docker SDK talks to the engine's unix socket
-    without it), so OpenSSL stays unloaded: libssl and libcrypto cost 4-5 MB resident, a fifth of the dashboard's
-    own, and it must cost no more than nvitop. http.client then has no HTTPSConnection, which nothing here uses."""
-    if (url is None or url.startswith("http://")) and "ssl" not in sys.modules:
-        sys.modules["ssl"] = None  # type: ignore[assignment]  # `import ssl` raises ImportError, as on a build without it
-
-
-def one_malloc_arena() -> None:
-    """The dashboard runs beside the server for days: its sampler threads would each get a glibc malloc arena (up to
-    8 per core), resident for good. One arena keeps its footprint to what it uses (M_ARENA_MAX, mallopt(3))."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):  # glibc's soname: find_library would spawn ldconfig or gcc
-        ctypes.CDLL("libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX = -8
 
 
 def cmd_monitor(args: argparse.Namespace) -> int:
@@ -256,6 +239,8 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         from ktwizard.monitor.recording import open_recording
 
         open_recording(args.record).close()  # a path that cannot be written fails now, not in the dashboard
+    from ktwizard.cli.lean import one_malloc_arena
+
     one_malloc_arena()  # the live dashboard only: it runs for days beside the server
     return run_dashboard(
         args,
