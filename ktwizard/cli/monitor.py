@@ -177,8 +177,10 @@ def run_dashboard(args: argparse.Namespace, **kw) -> int:
     """The live dashboard: curses in a terminal (nvitop's footprint), Textual with --textual or in a browser tab."""
     import importlib.util
 
+    from ktwizard.cli.lean import leave_unloaded
     from ktwizard.tui.web import served_by_web
 
+    leave_unloaded(kw.get("url"))  # either dashboard: a browser tab's is served by textual-serve's own process
     # textual-serve drives the Textual app only; a Python built without curses still has the Textual dashboard
     if args.textual or served_by_web() or importlib.util.find_spec("_curses") is None:
         from ktwizard.tui.monitor_app import MonitorApp
@@ -186,11 +188,9 @@ def run_dashboard(args: argparse.Namespace, **kw) -> int:
         app = MonitorApp(**kw)
         app.run()
         return app.return_code or 0  # a crash inside the app is not a success
-    from ktwizard.cli.lean import leave_unloaded
     from ktwizard.monitor.session import Watch
     from ktwizard.tui.term_dashboard import TermDashboard
 
-    leave_unloaded(kw.get("url"))
     print(TermDashboard(Watch(**kw)).run())
     return 0
 
