@@ -1,0 +1,99 @@
+"""The dashboard of a container watched by name beside the same server watched by URL: what the Docker SDK costs.
+
+The stand-in image is built locally (tests/standin/image.py: no registry), launched with `ktwizard launch
+--detach` (no GPU) and loaded by two streams; `ktwizard monitor NAME`, `ktwizard monitor --url URL` and
+`ktwizard monitor NAME --textual` run side by side on 120x40 pseudo-terminals with --no-gpu, and after WARM +
+WINDOW seconds each resident set is split by mapping as in footprint.py. NVML's share is the same for every
+dashboard and for nvitop (footprint.py on the GPU machine), so by-name minus by-URL is what naming a container adds
+to the footprint that run measured.
+
+Usage: python benchmarks/footprint_container.py OUT.json [--seconds 40]
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "standin"))
+
+from footprint import WARM, WINDOW, cpu_seconds, end, free_port, largest_anonymous, load, smaps  # noqa: E402
+from speed import PY, ROOT, drain, on_pty  # noqa: E402
+
+NAME = "ktw-footprint-box"
+
+
+def ktwizard(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "ktwizard", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+def main() -> None:
+    import docker
+    from image import standin_image
+    from safetensors_fixture import write_shard
+
+    from ktwizard.models.presets import get_preset
+
+    args = sys.argv[1:]
+    seconds = int(args[args.index("--seconds") + 1]) if "--seconds" in args else WARM + WINDOW
+    image = standin_image(docker.from_env())
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = Path(tmp) / "Kimi-K2.7-Code"
+        ckpt.mkdir()
+        (ckpt / "config.json").write_text(json.dumps(get_preset("kimi-k2.7-code").config))
+        write_shard(ckpt / "model-00001-of-00001.safetensors", [("lm_head.weight", "BF16", (163840, 7168))])
+        ktwizard("stop", NAME)
+        launched = ktwizard(
+            "launch", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", "65536",
+            "--gpus", "none", "--weights", str(ckpt), "--image", image, "--name", NAME, "--port", str(port),
+            "--detach", "--env", "STANDIN_STEP_S=0.05", "--env", "STANDIN_DECODE_TPS=40",
+        )  # fmt: skip
+        if launched.returncode != 0:
+            raise SystemExit(launched.stderr)
+        url, stop = f"http://127.0.0.1:{port}", threading.Event()
+        for _ in range(2):
+            threading.Thread(target=load, args=(url, stop), daemon=True).start()
+        try:
+            procs = {
+                "ktwizard monitor NAME": on_pty([PY, "-m", "ktwizard", "monitor", NAME, "--no-gpu"]),
+                "ktwizard monitor --url URL": on_pty([PY, "-m", "ktwizard", "monitor", "--url", url, "--no-gpu"]),
+                "ktwizard monitor NAME --textual": on_pty(
+                    [PY, "-m", "ktwizard", "monitor", NAME, "--no-gpu", "--textual"]
+                ),
+            }
+            fds = [fd for _, fd in procs.values()]
+            warm = max(1, seconds - WINDOW)
+            drain(fds, warm)
+            before = {name: cpu_seconds(pid) for name, (pid, _) in procs.items()}
+            drain(fds, seconds - warm)
+            result: dict = {"image": image, "seconds": seconds, "cpu_window_s": seconds - warm}
+            for name, (pid, _) in procs.items():
+                parts = smaps(pid)
+                result[name] = {
+                    "rss_mb": round(sum(p["Rss"] for p in parts.values()), 1),
+                    "cpu_pct": round(100 * (cpu_seconds(pid) - before[name]) / (seconds - warm), 2),
+                    "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
+                    "parts": parts,
+                    "largest_anonymous": largest_anonymous(pid),
+                }
+            for pid, fd in procs.values():
+                end(pid, fd)
+        finally:
+            stop.set()
+            ktwizard("stop", NAME)
+    result["by_name_minus_by_url_mb"] = round(
+        result["ktwizard monitor NAME"]["rss_mb"] - result["ktwizard monitor --url URL"]["rss_mb"], 1
+    )
+    Path(args[0]).write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v["rss_mb"] if isinstance(v, dict) else v for k, v in result.items() if k != "image"}))
+
+
+if __name__ == "__main__":
+    main()
