@@ -1,8 +1,8 @@
-"""What the terminal dashboard leaves unloaded. It runs for days beside the server and must cost no more memory than
+"""What the live dashboard leaves unloaded. It runs for days beside the server and must cost no more memory than
 nvitop, yet a container watched by name brings the Docker SDK, whose requests and urllib3 load optional parts the
 dashboard never uses. Each part is marked absent before anything imports it (`import X` then raises ImportError, as
 where X is not installed, which those libraries are written for); each figure is the resident memory it cost on the
-dev VM (benchmarks/footprint.py --container, benchmarks/results/footprint-container-*.json)."""
+dev VM (benchmarks/footprint_container.py, benchmarks/results/footprint-container-devvm.json)."""
 
 from __future__ import annotations
 

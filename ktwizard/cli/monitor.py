@@ -177,10 +177,8 @@ def run_dashboard(args: argparse.Namespace, **kw) -> int:
     """The live dashboard: curses in a terminal (nvitop's footprint), Textual with --textual or in a browser tab."""
     import importlib.util
 
-    from ktwizard.cli.lean import leave_unloaded
     from ktwizard.tui.web import served_by_web
 
-    leave_unloaded(kw.get("url"))  # either dashboard: a browser tab's is served by textual-serve's own process
     # textual-serve drives the Textual app only; a Python built without curses still has the Textual dashboard
     if args.textual or served_by_web() or importlib.util.find_spec("_curses") is None:
         from ktwizard.tui.monitor_app import MonitorApp
@@ -207,6 +205,10 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         if args.url or args.container:
             raise BadInput("--fleet watches a whole fleet: give it alone, without --url or --container")
         return cmd_monitor_fleet(args)
+    if not args.once:  # either live dashboard (a browser tab's too): before anything, the engine lookup included
+        from ktwizard.cli.lean import leave_unloaded
+
+        leave_unloaded(args.url)  # a NAME's URL is its record's, http: launch never serves TLS
     url, container = resolve_target(args)
     if args.once:
         from ktwizard.monitor.session import Monitor
