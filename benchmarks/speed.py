@@ -1,6 +1,7 @@
 """Speed a person feels, measured the way they feel it (DESIGN.md budgets; issue #26's targets):
 
-- headless `plan --format json` on two cores (taskset -c 0,1), median of 9 runs, target <= 0.25 s;
+- headless `plan --format json` on two cores (taskset -c 0,1), median of 9 runs, target <= 0.25 s; and the same where
+  nothing is compiled ahead (an editable install under PYTHONDONTWRITEBYTECODE, README);
 - `probe --json` on this machine (NVML included), median of 9, target <= 0.25 s;
 - the wizard's first paint: process start to the Host step on a pseudo-terminal, median of 5, target <= 0.5 s;
 - the dashboard's resident memory and CPU beside nvitop's: benchmarks/footprint.py (a live server, three dashboards).
@@ -27,13 +28,25 @@ PY = sys.executable
 PLAN = ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", "json"]
 
 
-def timed(argv: list[str], runs: int) -> list[float]:
+def timed(argv: list[str], runs: int, cwd: Path = ROOT, env: dict[str, str] | None = None) -> list[float]:
     out = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(argv, cwd=ROOT, capture_output=True, check=True, timeout=120)
+        subprocess.run(argv, cwd=cwd, capture_output=True, check=True, timeout=120, env=env)
         out.append(time.perf_counter() - t0)
     return out
+
+
+def uncompiled_checkout() -> Path:
+    """An editable install where PYTHONDONTWRITEBYTECODE is set: ktwizard's sources with no .pyc beside them, and
+    none written (run with PYTHONDONTWRITEBYTECODE=1), so each of its modules is compiled on every run; the standard
+    library and site-packages keep their bytecode, as there."""
+    import tempfile
+
+    copy = Path(tempfile.mkdtemp(prefix="ktwizard-nopyc-"))
+    for part in ("ktwizard", "presets", "assets"):
+        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
 
 
 def on_pty(argv: list[str], size: tuple[int, int] = (40, 120)) -> tuple[int, int]:
@@ -113,12 +126,20 @@ def main() -> None:
     out_path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks" / "results" / "speed.json"
     two = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
     plan = timed([*two, PY, "-m", "ktwizard", *PLAN], 9)
+    bare = uncompiled_checkout()
+    no_pyc = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    compiling = timed([*two, PY, "-m", "ktwizard", *PLAN], 9, bare, no_pyc)
+    shutil.rmtree(bare)
     probe = timed([PY, "-m", "ktwizard", "probe", "--json"], 9)
     paint = first_paint(b"1 Host", 5)
     result = {
         "machine": os.uname().nodename,
         "cpus": os.cpu_count(),
         "plan_json_two_cores_s": {"median": round(statistics.median(plan), 3), "runs": [round(x, 3) for x in plan]},
+        "plan_json_two_cores_compiling_every_run_s": {
+            "median": round(statistics.median(compiling), 3),
+            "runs": [round(x, 3) for x in compiling],
+        },
         "probe_s": {"median": round(statistics.median(probe), 3), "runs": [round(x, 3) for x in probe]},
         "wizard_first_paint_s": {"median": round(statistics.median(paint), 3), "runs": [round(x, 3) for x in paint]},
         "breakdown": breakdown(),

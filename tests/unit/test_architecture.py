@@ -131,14 +131,23 @@ def test_rendered_flags_are_checked_against_the_runtime_parser():
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_wheel_install_runs_from_any_folder(tmp_path):
-    """`pip install .` (not editable) into a fresh venv carries presets/ and assets/ and runs from /."""
+    """`pip install .` (not editable) into a fresh venv carries presets/ and assets/ and runs from /; it carries the
+    bytecode too, even where PYTHONDONTWRITEBYTECODE is set (README: plan is not compiled on every run)."""
     env_dir = tmp_path / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=True)
     py = env_dir / "bin" / "python"
     out = subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", "--no-deps", str(REPO)], capture_output=True, text=True, timeout=300
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert out.returncode == 0, out.stderr[-2000:]
+    installed = next((env_dir / "lib").glob("python3*/site-packages/ktwizard"))
+    sources = {p.stem for p in (installed / "planner").glob("*.py")}
+    compiled = {p.name.split(".")[0] for p in (installed / "planner" / "__pycache__").glob("*.pyc")}
+    assert sources and sources <= compiled, sources - compiled
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     where = subprocess.run(
         [str(py), "-c", "import ktwizard; print(ktwizard.__file__)"], cwd="/", capture_output=True, text=True, env=env
