@@ -149,6 +149,29 @@ def end(pid: int, fd: int) -> None:
     os.close(fd)
 
 
+def side_by_side(procs: dict[str, tuple[int, int]], seconds: int) -> dict:
+    """Dashboards already started on pseudo-terminals, drained for `seconds`: each one's resident set split by mapping
+    and its CPU over the last WINDOW seconds (cpu_window_s), by name; then they are ended."""
+    fds = [fd for _, fd in procs.values()]
+    warm = max(1, seconds - WINDOW)
+    drain(fds, warm)
+    before = {name: cpu_seconds(pid) for name, (pid, _) in procs.items()}
+    drain(fds, seconds - warm)
+    result: dict = {"cpu_window_s": seconds - warm}
+    for name, (pid, _) in procs.items():
+        parts = smaps(pid)
+        result[name] = {
+            "rss_mb": round(sum(p["Rss"] for p in parts.values()), 1),
+            "cpu_pct": round(100 * (cpu_seconds(pid) - before[name]) / (seconds - warm), 2),
+            "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
+            "parts": parts,
+            "largest_anonymous": largest_anonymous(pid),
+        }
+    for pid, fd in procs.values():
+        end(pid, fd)
+    return result
+
+
 def main() -> None:
     args = sys.argv[1:]
     extra = args[args.index("--") + 1 :] if "--" in args else []
@@ -160,23 +183,7 @@ def main() -> None:
             "ktwizard monitor --textual": on_pty([PY, "-m", "ktwizard", "monitor", "--url", url, "--textual", *extra]),
             "nvitop": on_pty([nv] if nv else [PY, "-m", "nvitop"]),
         }
-        fds = [fd for _, fd in procs.values()]
-        warm = max(1, seconds - WINDOW)
-        drain(fds, warm)
-        before = {name: cpu_seconds(pid) for name, (pid, _) in procs.items()}
-        drain(fds, seconds - warm)
-        result: dict = {"server": url, "seconds": seconds, "cpu_window_s": seconds - warm, "extra_args": extra}
-        for name, (pid, _) in procs.items():
-            parts = smaps(pid)
-            result[name] = {
-                "rss_mb": round(sum(p["Rss"] for p in parts.values()), 1),
-                "cpu_pct": round(100 * (cpu_seconds(pid) - before[name]) / (seconds - warm), 2),
-                "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
-                "parts": parts,
-                "largest_anonymous": largest_anonymous(pid),
-            }
-        for pid, fd in procs.values():
-            end(pid, fd)
+        result = {"server": url, "seconds": seconds, "extra_args": extra, **side_by_side(procs, seconds)}
     Path(args[0]).write_text(json.dumps(result, indent=1) + "\n")
     print(
         json.dumps(

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "standin"))
 
-from footprint import WARM, WINDOW, cpu_seconds, end, free_port, largest_anonymous, load, smaps  # noqa: E402
-from speed import PY, ROOT, drain, on_pty  # noqa: E402
+from footprint import WARM, WINDOW, free_port, load, side_by_side  # noqa: E402
+from speed import PY, ROOT, on_pty  # noqa: E402
 
 NAME = "ktw-footprint-box"
 
@@ -68,23 +68,7 @@ def main() -> None:
                     [PY, "-m", "ktwizard", "monitor", NAME, "--no-gpu", "--textual"]
                 ),
             }
-            fds = [fd for _, fd in procs.values()]
-            warm = max(1, seconds - WINDOW)
-            drain(fds, warm)
-            before = {name: cpu_seconds(pid) for name, (pid, _) in procs.items()}
-            drain(fds, seconds - warm)
-            result: dict = {"image": image, "seconds": seconds, "cpu_window_s": seconds - warm}
-            for name, (pid, _) in procs.items():
-                parts = smaps(pid)
-                result[name] = {
-                    "rss_mb": round(sum(p["Rss"] for p in parts.values()), 1),
-                    "cpu_pct": round(100 * (cpu_seconds(pid) - before[name]) / (seconds - warm), 2),
-                    "threads": len(list(Path(f"/proc/{pid}/task").iterdir())),
-                    "parts": parts,
-                    "largest_anonymous": largest_anonymous(pid),
-                }
-            for pid, fd in procs.values():
-                end(pid, fd)
+            result = {"image": image, "seconds": seconds, **side_by_side(procs, seconds)}
         finally:
             stop.set()
             ktwizard("stop", NAME)
