@@ -84,8 +84,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def standin(folder: Path) -> tuple[subprocess.Popen, str]:
-    """The stand-in server on this machine, ready, and its URL."""
+def checkpoint(folder: Path) -> Path:
+    """A checkpoint the stand-in serves: Kimi K2.7 Code's config.json and a header-only shard."""
     from safetensors_fixture import write_shard
 
     from ktwizard.models.presets import get_preset
@@ -94,6 +94,12 @@ def standin(folder: Path) -> tuple[subprocess.Popen, str]:
     ckpt.mkdir()
     (ckpt / "config.json").write_text(json.dumps(get_preset("kimi-k2.7-code").config))
     write_shard(ckpt / "model-00001-of-00001.safetensors", [("lm_head.weight", "BF16", (163840, 7168))])
+    return ckpt
+
+
+def standin(folder: Path) -> tuple[subprocess.Popen, str]:
+    """The stand-in server on this machine, ready, and its URL."""
+    ckpt = checkpoint(folder)
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests" / "standin"), "STANDIN_STEP_S": "0.05"}
     env["STANDIN_DECODE_TPS"] = "40"

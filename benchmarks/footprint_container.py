@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "standin"))
 
-from footprint import WARM, WINDOW, free_port, load, side_by_side  # noqa: E402
+from footprint import WARM, WINDOW, checkpoint, free_port, load, side_by_side  # noqa: E402
 from speed import PY, ROOT, on_pty  # noqa: E402
 
 NAME = "ktw-footprint-box"
@@ -36,19 +36,13 @@ def ktwizard(*args: str) -> subprocess.CompletedProcess:
 def main() -> None:
     import docker
     from image import standin_image
-    from safetensors_fixture import write_shard
-
-    from ktwizard.models.presets import get_preset
 
     args = sys.argv[1:]
     seconds = int(args[args.index("--seconds") + 1]) if "--seconds" in args else WARM + WINDOW
     image = standin_image(docker.from_env())
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        ckpt = Path(tmp) / "Kimi-K2.7-Code"
-        ckpt.mkdir()
-        (ckpt / "config.json").write_text(json.dumps(get_preset("kimi-k2.7-code").config))
-        write_shard(ckpt / "model-00001-of-00001.safetensors", [("lm_head.weight", "BF16", (163840, 7168))])
+        ckpt = checkpoint(Path(tmp))
         ktwizard("stop", NAME)
         launched = ktwizard(
             "launch", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", "65536",

@@ -37,16 +37,20 @@ def timed(argv: list[str], runs: int, cwd: Path = ROOT, env: dict[str, str] | No
     return out
 
 
-def uncompiled_checkout() -> Path:
-    """An editable install where PYTHONDONTWRITEBYTECODE is set: ktwizard's sources with no .pyc beside them, and
-    none written (run with PYTHONDONTWRITEBYTECODE=1), so each of its modules is compiled on every run; the standard
-    library and site-packages keep their bytecode, as there."""
+def timed_compiling(argv: list[str], runs: int) -> list[float]:
+    """argv as an editable install runs where PYTHONDONTWRITEBYTECODE is set: from a copy of ktwizard's sources with
+    no .pyc beside them and none written, so each of its modules is compiled on every run; the standard library and
+    site-packages keep their bytecode, as there."""
     import tempfile
 
-    copy = Path(tempfile.mkdtemp(prefix="ktwizard-nopyc-"))
-    for part in ("ktwizard", "presets", "assets"):
-        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
-    return copy
+    with tempfile.TemporaryDirectory(prefix="ktwizard-nopyc-") as tmp:
+        for part in ("ktwizard", "presets", "assets"):
+            shutil.copytree(ROOT / part, Path(tmp) / part, ignore=shutil.ignore_patterns("__pycache__"))
+        return timed(argv, runs, Path(tmp), {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def summary(runs: list[float]) -> dict:
+    return {"median": round(statistics.median(runs), 3), "runs": [round(x, 3) for x in runs]}
 
 
 def on_pty(argv: list[str], size: tuple[int, int] = (40, 120)) -> tuple[int, int]:
@@ -126,22 +130,16 @@ def main() -> None:
     out_path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "benchmarks" / "results" / "speed.json"
     two = ["taskset", "-c", "0,1"] if shutil.which("taskset") else []
     plan = timed([*two, PY, "-m", "ktwizard", *PLAN], 9)
-    bare = uncompiled_checkout()
-    no_pyc = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    compiling = timed([*two, PY, "-m", "ktwizard", *PLAN], 9, bare, no_pyc)
-    shutil.rmtree(bare)
+    compiling = timed_compiling([*two, PY, "-m", "ktwizard", *PLAN], 9)
     probe = timed([PY, "-m", "ktwizard", "probe", "--json"], 9)
     paint = first_paint(b"1 Host", 5)
     result = {
         "machine": os.uname().nodename,
         "cpus": os.cpu_count(),
-        "plan_json_two_cores_s": {"median": round(statistics.median(plan), 3), "runs": [round(x, 3) for x in plan]},
-        "plan_json_two_cores_compiling_every_run_s": {
-            "median": round(statistics.median(compiling), 3),
-            "runs": [round(x, 3) for x in compiling],
-        },
-        "probe_s": {"median": round(statistics.median(probe), 3), "runs": [round(x, 3) for x in probe]},
-        "wizard_first_paint_s": {"median": round(statistics.median(paint), 3), "runs": [round(x, 3) for x in paint]},
+        "plan_json_two_cores_s": summary(plan),
+        "plan_json_two_cores_compiling_every_run_s": summary(compiling),
+        "probe_s": summary(probe),
+        "wizard_first_paint_s": summary(paint),
         "breakdown": breakdown(),
     }
     out_path.write_text(json.dumps(result, indent=1) + "\n")

@@ -23,6 +23,12 @@ UNUSED = (
 )
 
 
+def live_process(url: str | None) -> None:
+    """The live dashboard's process, set up before it imports or starts anything: lean and with one malloc arena."""
+    leave_unloaded(url)
+    one_malloc_arena()
+
+
 def leave_unloaded(url: str | None) -> None:
     """Mark what this dashboard will not use as absent: OpenSSL's TLS for a plain-http server (libssl and libcrypto,
     4-5 MB; http.client then has no HTTPSConnection, which nothing here uses), paramiko unless the engine is reached

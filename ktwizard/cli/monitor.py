@@ -206,9 +206,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             raise BadInput("--fleet watches a whole fleet: give it alone, without --url or --container")
         return cmd_monitor_fleet(args)
     if not args.once:  # either live dashboard (a browser tab's too): before anything, the engine lookup included
-        from ktwizard.cli.lean import leave_unloaded
+        from ktwizard.cli.lean import live_process
 
-        leave_unloaded(args.url)  # a NAME's URL is its record's, http: launch never serves TLS
+        live_process(args.url)  # a NAME's URL is its record's, http: launch never serves TLS
     url, container = resolve_target(args)
     if args.once:
         from ktwizard.monitor.session import Monitor
@@ -225,11 +225,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
                 write_sample(fh, sample)
         sys.stdout.write(dump_json(sample) if args.json else _text(sample))
         srv, box = sample.server, sample.container
-        down = (srv is not None and not srv.up) or (box is not None and box.state in ("exited", "dead", "gone"))
+        down = (srv is not None and not srv.up) or (box is not None and box.ended)
         if down:  # the sample is printed either way; the exit code and one line say the server is not serving
             why = (
                 f"container {box.name} is {box.state}"
-                if box is not None and box.state in ("exited", "dead", "gone")
+                if box is not None and box.ended
                 else (f"the server is not answering ({srv.error})" if srv is not None else "the server is down")
             )
             print(f"ktwizard: error: {why}", file=sys.stderr)
@@ -241,9 +241,6 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         from ktwizard.monitor.recording import open_recording
 
         open_recording(args.record).close()  # a path that cannot be written fails now, not in the dashboard
-    from ktwizard.cli.lean import one_malloc_arena
-
-    one_malloc_arena()  # the live dashboard only: it runs for days beside the server
     return run_dashboard(
         args,
         url=url,

@@ -22,7 +22,7 @@ class ReplicaSample:
     @property
     def down(self) -> bool:
         srv, box = self.sample.server, self.sample.container
-        return (srv is not None and not srv.up) or (box is not None and box.state in ("exited", "dead", "gone"))
+        return (srv is not None and not srv.up) or (box is not None and box.ended)
 
 
 @dataclass(frozen=True)

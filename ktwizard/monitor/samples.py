@@ -59,6 +59,11 @@ class ContainerSample:
     mem_limit: int | None
     cpu_pct: float | None
 
+    @property
+    def ended(self) -> bool:
+        """The container is not running and will not come back by itself."""
+        return self.state in ("exited", "dead", "gone")
+
 
 @dataclass(frozen=True)
 class ServerSample:

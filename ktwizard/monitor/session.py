@@ -97,7 +97,7 @@ class Monitor:
         if c:
             if c.oom_killed:
                 out.append(Alert("error", f"container {c.name} was OOM-killed (exit {c.exit_code})"))
-            elif c.state in ("exited", "dead", "gone"):
+            elif c.ended:
                 out.append(
                     Alert(
                         "error",
@@ -142,13 +142,23 @@ class Watch:
         return self.deployment or self.container
 
     @property
+    def target(self) -> str:
+        """What the header names: the URL, else the container."""
+        return self.url or self.container or ""
+
+    @property
+    def has_log(self) -> bool:
+        """A container's log or a native server's file to follow (a server given by URL has neither)."""
+        return bool(self.container or self.log_path)
+
+    @property
     def log_path(self) -> str | None:
         """The native server's log file, when there is no container log to follow."""
         return None if self.container else self.native[0]
 
     def follow(self, on_line: Callable[[str], None]) -> LogFollower | None:
         """The server's log followed in a thread (the container's, or a native server's file); None without one."""
-        if not (self.container or self.log_path):
+        if not self.has_log:
             return None
         return LogFollower(self.container or "", on_line=on_line, path=self.log_path).start()
 

@@ -279,7 +279,7 @@ def farewell(deployment: str | None, stopped: str | None = None, last: Sample | 
     if stopped:
         return f"{stopped} was stopped from the dashboard"
     box = last.container if last is not None else None
-    if deployment and box is not None and box.state in ("exited", "dead", "gone"):
+    if deployment and box is not None and box.ended:
         return f"{deployment} is {box.state}: ktwizard logs {deployment} says why, ktwizard stop {deployment} clears it"
     if deployment:
         return f"{deployment} keeps running: ktwizard stop {deployment} stops it"

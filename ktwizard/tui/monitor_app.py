@@ -50,7 +50,6 @@ class MonitorScreen(Screen):
     def __init__(self, watch: Watch) -> None:
         super().__init__(name="monitor")
         self.watching = watch
-        self.url, self.container = watch.url, watch.container
         self.deployment = watch.stoppable
         self.stopped: str | None = None  # what ^k did stop
         self.paused = False
@@ -71,9 +70,9 @@ class MonitorScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.app.sub_title = f"monitor {self.url or self.container or ''}"
+        self.app.sub_title = f"monitor {self.watching.target}"
         self.panes = list(self.query(Pane))  # fixed for the screen's life; a query per sample costs more than a pane
-        for key, title in pane_titles(self.url).items():
+        for key, title in pane_titles(self.watching.url).items():
             self.query_one(f"#{key}").border_title = title
         self.polled = self.visible_panes()
         pane = self.query_one(LogPane)  # before the sampling loop: its Monitor reads the log when /metrics is off
@@ -111,7 +110,7 @@ class MonitorScreen(Screen):
 
     def action_pause(self) -> None:
         self.paused = not self.paused
-        self.app.sub_title = "monitor paused" if self.paused else f"monitor {self.url or ''}"
+        self.app.sub_title = "monitor paused" if self.paused else f"monitor {self.watching.url or ''}"
 
     def action_interval(self, delta: float) -> None:
         self.notify(f"sampling every {self.ticker.nudge(delta):g} s")

@@ -55,7 +55,6 @@ class _Cancel:
 class TermDashboard:
     def __init__(self, watch: Watch) -> None:
         self.watching = watch
-        self.target = watch.url or watch.container or ""
         self.deployment = watch.stoppable
         self.stopped: str | None = None  # what ^k did stop
         self.stopping: threading.Thread | None = None
@@ -269,7 +268,7 @@ class TermDashboard:
             self.put(0, 0, text(f"terminal too small: {cols}x{rows}, the dashboard needs {MIN_COLS}x{MIN_ROWS}"), cols)
         else:
             state = "paused" if self.paused else f"every {self.ticker.interval:g} s · {self.samples} samples"
-            head = f" ktwizard monitor {self.target}"
+            head = f" ktwizard monitor {self.watching.target}"
             self.put(
                 0, 0, ((head + " " * max(1, cols - cells(head) - cells(state) - 1) + state + " ", "reverse"),), cols
             )
@@ -306,7 +305,7 @@ class TermDashboard:
         return [row for line in lines for row in wrap_line(line, box.inner)]
 
     def log_rows(self, box: Box) -> list[Line]:
-        if not (self.watching.container or self.watching.log_path):
+        if not self.watching.has_log:
             return [text("no log: the server was given by URL; give its deployment name to follow its log", "grey62")]
         whole = self.zoom == "log"  # the full log wraps each line; the grid's pane cuts them at its edge
         rows = [piece for line in self.log for piece in wrap(line, box.inner)] if whole else list(self.log)
