@@ -16,6 +16,7 @@ from ktwizard.planner import constants as C
 from ktwizard.planner import memory as M
 from ktwizard.planner.budget import BudgetItem
 from ktwizard.planner.steps import Int4Layer, Step
+from ktwizard.runtime import rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
 # never alive together (budget.BudgetItem.exclusive).
@@ -89,6 +90,14 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     and the smallest cap whose full-attention pool still holds every promised token.
     """
     a = spec.attention
+    if a.kind == "mla_nsa":
+        cell = rules.nsa_cell_bytes(spec, fp8=dtype_bytes == 1)
+        return Pool(
+            tokens,
+            tokens * cell,
+            f"{tokens} tokens x {cell} B per token: latent KV and FP8 indexer keys as NSATokenToKVPool allocates "
+            "them (model_runner_kv_cache_mixin.py:153-159, :372-386)",
+        )
     if a.kind != "gqa_swa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)
         return Pool(tokens, tokens * cell, f"{tokens} tokens x {cell} B per token (all layers, this rank)")

@@ -92,8 +92,8 @@ def test_frequency_plan_renders_the_flags_the_runtime_parses_and_mounts_the_file
     made = json.loads(out.stdout)
     flags = {f["name"]: f["value"] for f in made["flags"]}
     assert flags["--kt-expert-placement-strategy"] == "frequency" and flags["--init-expert-location"] == str(path)
-    from ktwizard.planner.catalog import check_flags
     from ktwizard.planner.types import Plan
+    from ktwizard.runtime.catalog import check_flags
 
     check_flags(Plan.load(made, "plan").flags)  # the 0.7.2 flag catalogue: names, types and choices
     docker = run_cli(*base, "--placement", "frequency", "--expert-stats", str(path), "--format", "docker").stdout
