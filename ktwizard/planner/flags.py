@@ -163,7 +163,13 @@ def build_flags(
                     "--expert-distribution-recorder-mode",
                     "stat",
                     "count routed tokens per layer and expert while `ktwizard placement record` drives traffic",
-                )
+                ),
+                Flag(
+                    "--expert-distribution-recorder-buffer-size",
+                    rules.RECORDER_PASSES,
+                    "the recorder keeps only the last N forward passes (default 1000, which the default `placement "
+                    "record` run already wraps: server_args.py:3112-3116); this window is budgeted per GPU",
+                ),
             ]
             if goals.record_routing
             else []

@@ -38,6 +38,20 @@ def staging_buffer(spec: ModelSpec, chunk: int, rank: int) -> BudgetItem | None:
     )
 
 
+def recorder_buffer(spec: ModelSpec, recording: bool) -> BudgetItem | None:
+    """The expert-distribution recorder's per-GPU circular buffer, when the plan records routing."""
+    if not recording:
+        return None
+    return BudgetItem(
+        "routing recorder buffer",
+        rules.recorder_buffer_bytes(spec),
+        f"{rules.RECORDER_PASSES} forward passes x {spec.layers} layers x {spec.routed_experts} experts x int32 "
+        "(--expert-distribution-recorder-buffer-size)",
+        "weights",
+        source="srt/eplb/expert_distribution.py:920-931, :1019-1070",
+    )
+
+
 def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
     """deepseek_weight_loader.py:402-620: w_kc and w_vc are new bf16 tensors made from kv_b_proj, which is kept."""
     a = spec.attention

@@ -141,6 +141,7 @@ class Sizing:
             L.mla_absorbed_copies(spec, tp),
             L.gpu_experts(spec, experts, tp),
             L.staging_buffer(spec, self.chunk, rank),
+            L.recorder_buffer(spec, bool(self.goals.record_routing)),
         ]
         return [i for i in items if i is not None]
 

@@ -144,6 +144,25 @@ def recorder_problem(spec: ModelSpec) -> str | None:
     )
 
 
+# server_args.py:3112-3116 gives the "stat" recorder a 1000-pass circular buffer; _StatAccumulator keeps one int32 row
+# of layers x physical experts per forward pass on each GPU (eplb/expert_distribution.py:920-931, :1019-1070), and a
+# dump sums only the last window. ktwizard renders a larger window, budgets it, and `placement record` refuses traffic
+# that would wrap it.
+RECORDER_PASSES = 4096
+
+
+def recorder_buffer_bytes(spec: ModelSpec, passes: int = RECORDER_PASSES) -> int:
+    """The recorder's per-GPU buffer: passes x layers x experts x int32 (expert_location metadata counts every hidden
+    layer and, with no redundant experts, physical = logical experts: models/deepseek_v2.py:3647-3655)."""
+    return passes * spec.layers * spec.routed_experts * 4
+
+
+def recorder_passes(requests: int, max_tokens: int) -> int:
+    """Forward passes `placement record` drives one request after another: a prefill pass and one pass per decoded
+    token after the first, per request."""
+    return requests * (max_tokens + 1)
+
+
 # --- Health checks ---------------------------------------------------------------------------------------------------
 # entrypoints/http_server.py:495-560: /health generates one token unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is
 # false (environ.py:468, default True), and answers 503 when nothing is generated within SGLANG_HEALTH_CHECK_TIMEOUT
