@@ -93,10 +93,11 @@ def record(
     from ktwizard.serial import write_atomic
 
     window = recorder_window(url, headers)
-    longest = max((b.get("max_tokens") for b in bodies if isinstance(b.get("max_tokens"), int)), default=MAX_TOKENS)
-    passes = rules.recorder_passes(len(bodies), max(MAX_TOKENS, longest))
+    asked = [t for t in (b.get("max_tokens") for b in bodies) if isinstance(t, int)]
+    longest = max([MAX_TOKENS, *asked])
+    passes = rules.recorder_passes(len(bodies), longest)
     if 0 < window < passes:
-        most = window // (max(MAX_TOKENS, longest) + 1)
+        most = window // (longest + 1)
         raise BadInput(
             f"{len(bodies)} requests drive about {passes} forward passes, more than the {window} the server's recorder "
             f"keeps (a circular window: the dump would hold only the last ones); record at most {most} requests, or "
