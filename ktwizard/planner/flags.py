@@ -197,9 +197,19 @@ def build_flags(
         ),
     ]
     if sizing.dsa_kv is not None:
-        # DeepSeek sparse attention: the runtime picks its own `nsa` backend, and only that one takes the indexer's
-        # top-k (runtime/rules.py); the KV dtype and page size it forces are rendered so the plan says what runs
+        # DeepSeek sparse attention: only the nsa backend takes the indexer's top-k (runtime/rules.py); what the
+        # runtime's DSA branch would set is rendered, so the plan says what runs
+        major = min(g.cc_major for g in gpus)
+        prefill, decode = rules.nsa_kernels(sizing.dsa_kv, major)
         f += [
+            Flag(
+                "--attention-backend",
+                "nsa",
+                "DeepSeek sparse attention: only the nsa backend takes the indexer's top-k; sglang-kt 0.7.2 picks it "
+                "by itself for DeepseekV3ForCausalLM but not for this checkpoint's architecture (server_args.py:1855)",
+            ),
+            Flag("--nsa-prefill-backend", prefill, "the NSA prefill kernel 0.7.2 uses here (server_args.py:1752-1777)"),
+            Flag("--nsa-decode-backend", decode, "the NSA decode kernel 0.7.2 uses here (server_args.py:1752-1777)"),
             Flag("--kv-cache-dtype", sizing.dsa_kv.dtype, sizing.dsa_kv.why + "; the KV pool is budgeted in it"),
             Flag(
                 "--page-size",

@@ -13,9 +13,13 @@ from dataclasses import dataclass
 from ktwizard.models.spec import ModelSpec
 
 # --- DeepSeek sparse attention (DSA / NSA): DeepSeek-V3.2, GLM-5 DSA -----------------------------------------------
-# server_args.py:1863-1881: for DSA models the backend is `nsa` when none is given. The model passes `topk_indices`
-# to its backend (models/deepseek_v2.py), which triton's forward_extend/forward_decode do not take: any other
-# backend fails at the first forward. So a DSA plan renders no --attention-backend at all.
+# The model passes `topk_indices` to its attention backend (models/deepseek_v2.py), which only the `nsa` backend
+# takes: triton's and fa3's forward_extend/forward_decode have no such argument, so any other backend fails at the
+# first forward. server_args.py:1855-1881 picks `nsa` by itself only for the architectures in its list, which holds
+# DeepseekV3ForCausalLM (with index_topk) but not DeepseekV32ForCausalLM, the architecture DeepSeek-V3.2 checkpoints
+# name: run through 0.7.2's own ServerArgs, a V3.2 plan without a backend resolves to fa3 (Hopper) or triton
+# (tests/integration/test_runtime_accepts.py). So a DSA plan renders what that branch would set: the nsa backend,
+# its prefill/decode kernels (:1752-1777), the KV dtype (:1727-1750) and 64-token pages (:1925-1927).
 NSA_PAGE_SIZE = 64  # server_args.py:1925-1927 forces page size 64 on CUDA; memory_pool.py:1785-1786 asserts it
 NSA_QUANT_BLOCK = 128  # memory_pool.py:1731 (NSATokenToKVPool.quant_block_size)
 
@@ -49,6 +53,18 @@ def dsa_kv(min_cc_major: int, asked: str) -> DsaKv:
     return DsaKv(
         "bfloat16", "what sglang-kt 0.7.2 chooses for DeepSeek sparse attention below SM 10 (server_args.py:1740)"
     )
+
+
+def nsa_kernels(kv: DsaKv, cc_major: int) -> tuple[str, str]:
+    """(prefill, decode) NSA kernels as server_args.py:1752-1777 chooses them; below SM 9 neither flashmla nor fa3
+    exists, and tilelang (NSA_CHOICES, server_args.py:487-493) is the kernel that compiles there."""
+    if kv.fp8:
+        return "flashmla_auto", "flashmla_kv"
+    if cc_major >= 10:
+        return "flashmla_sparse", "trtllm"
+    if cc_major == 9:
+        return "flashmla_sparse", "fa3"
+    return "tilelang", "tilelang"
 
 
 def nsa_cell_bytes(spec: ModelSpec, fp8: bool) -> int:

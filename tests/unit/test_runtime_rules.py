@@ -56,7 +56,8 @@ def blackwell_2x(tmp_path):
 
 
 def test_dsa_plans_leave_the_backend_to_the_runtime_and_budget_the_kv_it_forces(blackwell_2x):
-    """server_args.py:1878-1881 picks `nsa` when no backend is given (triton's forward takes no topk_indices);
+    """Only the nsa backend takes topk_indices; server_args.py:1855-1881 picks it by itself for DeepseekV3ForCausalLM
+    but not for DeepseekV32ForCausalLM, so the plan renders it;
     :1740 makes `auto` fp8_e4m3 on SM >= 10 and bfloat16 below; :1925-1927 forces page size 64. The pool:
     latent kv_lora + kv_lora/128*4 + rope*2 bytes (fp8, mixin :377-386) or (kv_lora + rope)*2 (bf16), plus FP8
     indexer keys index_head_dim + index_head_dim/128*4 (mixin :153-159), per layer."""
@@ -70,7 +71,7 @@ def test_dsa_plans_leave_the_backend_to_the_runtime_and_budget_the_kv_it_forces(
     ):
         result = plan(host, p.spec(), Goals(context=32768, concurrency=1), p.sglang)
         flags = _flags(result)
-        assert "--attention-backend" not in flags, "a DSA model must run the runtime's nsa backend"
+        assert flags["--attention-backend"] == "nsa", "only nsa takes the indexer's topk_indices"
         assert flags["--kv-cache-dtype"] == dtype
         assert flags["--page-size"] == 64
         assert _kv_item(result) == 32768 * (latent + index) * layers
