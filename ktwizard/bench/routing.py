@@ -89,7 +89,7 @@ def record(
     import httpx
 
     from ktwizard.bench.client import served_model
-    from ktwizard.models.routing import counts_from_bytes, read_dump
+    from ktwizard.models.routing import counts_from_bytes, cpu_storage, read_dump
     from ktwizard.serial import write_atomic
 
     window = recorder_window(url, headers)
@@ -133,7 +133,7 @@ def record(
         raise KtwizardError(f"no dump appeared in {folder} (is it the folder the server writes to?)")
     raw = read_dump(dumps[-1])
     counts = counts_from_bytes(raw, str(dumps[-1]))  # the format and a sane shape, before it is kept
-    write_atomic(keep, raw)
+    write_atomic(keep, cpu_storage(raw))  # every TP rank loads it without map_location: keep it off GPU 0
     return counts
 
 

@@ -190,6 +190,8 @@ def plan(
         for b in budgets
         if not b.fits
     ]
+    if problem := rules.loader_problem(spec, choice.method):
+        overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
     host_budgets = host_budget.host_budgets(host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise)

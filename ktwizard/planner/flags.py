@@ -121,7 +121,9 @@ def build_flags(
                 "the full-layer buffer is budgeted in the region SGLang leaves free",
             )
         )
-        if choice.method != "MXFP4":
+        if choice.method != "MXFP4" and goals.placement != "frequency":
+            # With frequency placement the update would replace the placed experts after the first long prefill
+            # (kt_ep_wrapper.py:4889-4925), so what `placement show` and the forecast describe would be gone
             f.append(
                 Flag(
                     "--kt-enable-dynamic-expert-update",

@@ -179,6 +179,32 @@ def recorder_passes(requests: int, max_tokens: int) -> int:
     return requests * (max_tokens + 1)
 
 
+# --- kt-kernel's weight loaders ------------------------------------------------------------------------------------
+# Each CPU method reads the checkpoint through one loader class with a fixed tensor layout (kt_kernel/utils/loader.py).
+# gpt-oss stores its experts fused (`mlp.experts.gate_up_proj_blocks/_scales` MXFP4, or `gate_up_proj` [E, H, 2I]
+# interleaved in BF16 copies) with per-expert biases. MXFP4SafeTensorLoader reads only DeepSeek-V4-Flash's per-expert
+# `{base}.ffn.experts.{i}.w1/w3/w2` (:1198-1270) and fails with "No experts found" (utils/amx.py:760-789); the BF16
+# loader's packed form is Qwen3.5's [E, 2I, H] without biases (:573-712); no kt-kernel expert class takes biases.
+MXFP4_LAYOUT_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM"})
+
+
+def loader_problem(spec: ModelSpec, method: str) -> str | None:
+    """Why kt-kernel 0.7.2 cannot load this checkpoint's routed experts with `method`, or None."""
+    if spec.architecture == "GptOssForCausalLM":
+        return (
+            "kt-kernel 0.7.2 has no loader for gpt-oss's experts: its MXFP4 loader reads only DeepSeek-V4-Flash's "
+            "per-expert layout and fails with 'No experts found' (kt_kernel/utils/loader.py:1198-1270, "
+            "utils/amx.py:760-789); the BF16 loader's packed layout is Qwen3.5's, without the expert biases gpt-oss "
+            "has (loader.py:573-712). Serve gpt-oss with plain SGLang on the GPUs, without KT"
+        )
+    if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
+        return (
+            f"kt-kernel 0.7.2's MXFP4 loader reads only DeepSeek-V4-Flash's per-expert layout "
+            f"(kt_kernel/utils/loader.py:1198-1270), not {spec.architecture}'s"
+        )
+    return None
+
+
 # --- Health checks ---------------------------------------------------------------------------------------------------
 # entrypoints/http_server.py:495-560: /health generates one token unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is
 # false (environ.py:468, default True), and answers 503 when nothing is generated within SGLANG_HEALTH_CHECK_TIMEOUT

@@ -177,3 +177,22 @@ def test_json_plans_carry_the_rendered_kv_dtype():
     )
     flags = {f["name"]: f["value"] for f in json.loads(out.stdout)["flags"]}
     assert flags["--kv-cache-dtype"] == "bfloat16"
+
+
+def test_gpt_oss_is_refused_because_no_kt_kernel_loader_reads_its_experts():
+    """kt_kernel/utils/loader.py:1198-1270: the MXFP4 loader reads only `{base}.ffn.experts.{i}.w1|w3|w2`
+    (DeepSeek-V4-Flash); gpt-oss stores fused `mlp.experts.gate_up_proj_blocks` with biases."""
+    out = run_cli("plan", "--preset", "gpt-oss-120b", "--host", "h200-1gpu-xeon-amx")
+    assert out.returncode == 3
+    assert "no loader for gpt-oss" in out.stdout + out.stderr and "Traceback" not in out.stderr
+
+
+def test_frequency_placement_keeps_its_experts(tmp_path):
+    """kt_ep_wrapper.py:4889-4925: the dynamic expert update replaces each layer's GPU experts after a long prefill,
+    undoing a frequency placement; the two are not rendered together."""
+    p = get_preset("kimi-k2.7-code")
+    host = load_host("h200-1gpu-xeon-amx")
+    uniform = plan(host, p.spec(), Goals(context=32768), p.sglang)
+    freq = plan(host, p.spec(), Goals(context=32768, placement="frequency", expert_stats="/x.pt"), p.sglang)
+    assert _flags(uniform).get("--kt-enable-dynamic-expert-update") is True
+    assert "--kt-enable-dynamic-expert-update" not in _flags(freq)

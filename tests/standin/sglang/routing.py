@@ -70,7 +70,8 @@ class Routing:
             for layer in range(self.layers)
         ]
         path = folder / f"expert_distribution_recorder_{time.time()}.pt"
-        save_counts([counts], path, {"average_utilization_rate_over_window": None})
+        # the recorder's counts live on rank 0's GPU, so torch.save records cuda:0 (expert_distribution.py:960-975)
+        save_counts([counts], path, {"average_utilization_rate_over_window": None}, location="cuda:0")
         return path
 
     def _hit(self, masks: list[set[int]]) -> float:
