@@ -232,7 +232,7 @@ def plan(
         fits=fits and not overflows,
         overflows=tuple(overflows),
         notices=tuple(notes),
-        image=goals.image or local_image(host),
+        image=goals.image or local_image(host, choice.cpu_variant),
         model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
         binding=f"GPU {fit.gpu}, {fit.phase}" if fit.phase else "",
