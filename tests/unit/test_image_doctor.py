@@ -134,10 +134,8 @@ def test_a_plan_on_kt_kernels_avx2_kernels_names_an_avx2_image(tmp_path):
     """kt_kernel/_cpu_detect.py:187-290: KT_KERNEL_CPU_VARIANT=avx2 finds no avx2 module in a single-variant build
     and silently loads that build instead. The image is the multi-variant kt-kernel wheel, which holds the avx2
     module the plan names, and the plan names the image rendered for that class."""
-    from conftest import ORACLES
-
     import yaml
-    from conftest import run_cli
+    from conftest import ORACLES, run_cli
 
     from ktwizard.host.spec import load_host
     from ktwizard.render.dockerfile import render_dockerfile
