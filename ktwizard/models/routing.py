@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 import zipfile
 from array import array
 from dataclasses import dataclass
@@ -97,6 +98,31 @@ def read_dump(path: str | Path) -> bytes:
     from ktwizard.serial import read_input
 
     return read_input(Path(path), MAX_FILE, "expert-distribution dump")
+
+
+_GPU_LOCATION = re.compile(rb"X(?P<n>[\x05-\x07]\x00\x00\x00)cuda:\d{1,2}|\x8c(?P<m>[\x05-\x07])cuda:\d{1,2}")
+
+
+def cpu_storage(raw: bytes) -> bytes:
+    """The dump with every storage said to live on the CPU.
+
+    The recorder saves its counts from rank 0's GPU, so torch.save records `cuda:0`; every TP rank then loads the file
+    with torch.load and no map_location (eplb/expert_location.py:577) onto that one GPU. Only the location strings
+    of data.pkl change (pickle's memo counts objects, not bytes); the tensors' bytes are untouched.
+    """
+
+    def to_cpu(m: re.Match[bytes]) -> bytes:
+        return b"X\x03\x00\x00\x00cpu" if m.group("n") else b"\x8c\x03cpu"
+
+    source = zipfile.ZipFile(io.BytesIO(raw))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename.endswith("data.pkl"):
+                data = _GPU_LOCATION.sub(to_cpu, data)
+            target.writestr(info, data)
+    return out.getvalue()
 
 
 def read_counts(path: str | Path) -> RoutingCounts:

@@ -14,8 +14,8 @@ import pytest
 from conftest import REPO
 
 from ktwizard.errors import KtwizardError
-from ktwizard.planner.catalog import check_flags
 from ktwizard.planner.types import Flag
+from ktwizard.runtime.catalog import check_flags
 
 
 def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
