@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ktwizard.errors import BadInput
+from ktwizard.errors import BadInput, KtwizardError
 
 
 def stop_deployment(name: str, timeout: int = 30) -> str:
@@ -36,8 +36,16 @@ def stop_deployment(name: str, timeout: int = 30) -> str:
     from ktwizard.deploy.engine import connect, find_managed
 
     try:
-        container = find_managed(connect(), name)
-    except BadInput:
+        client = connect()
+    except KtwizardError:
+        if rec is None and not corrupt and not groups:
+            raise records.no_deployment(name) from None  # no record, no process: a name, not the engine, is wrong
+        raise
+    try:
+        container = find_managed(client, name)
+    except BadInput as exc:
+        if rec is None and not corrupt and not groups and exc.message.startswith("no container"):
+            raise records.no_deployment(name) from None
         if rec is None and not corrupt and not groups:
             raise
         records.forget(name)
