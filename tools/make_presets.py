@@ -310,7 +310,11 @@ P = {
         "qwen3.5-397b-a17b",
         {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
         ["BF16", "AMXINT4", "AMXINT8"],
-        {"total_params": 397e9, "active_params": 17e9, "source": "Qwen/Qwen3.5-397B-A17B model card: 397B total, 17B active"},
+        {
+            "total_params": 397e9,
+            "active_params": 17e9,
+            "source": "Qwen/Qwen3.5-397B-A17B model card: 397B total, 17B active",
+        },
     ),
     "gpt-oss-120b": (
         "gpt-oss-120b",
@@ -498,7 +502,7 @@ def main() -> None:
             text_cfg = {k: v for k, v in cfg.items() if k not in ("architectures",)}
             text_cfg["model_type"] = "qwen3_5_moe_text"
             cfg = {"architectures": [arch], "model_type": "qwen3_5_moe", "text_config": text_cfg}
-            # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), loaded on the GPU
+            # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), on the GPU
             cfg["estimated_bytes"] = {"vision": 902356992}
         if arch == "KimiK25ForConditionalGeneration":
             # MoonViT tower + projector, loaded on the GPU; not in the text config (reference §7: ~0.46B BF16 params)
@@ -562,7 +566,7 @@ def write(pid: str, preset: dict) -> None:
 OWN_IDS = {
     "minimax-m2": (["MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1"], 0, ""),
     "minimax-m2.5": (["MiniMaxAI/MiniMax-M2.5"], 196608, ""),
-    "minimax-m2.7": (["MiniMaxAI/MiniMax-M2.7"], 204800, "M2.7 context 204800 from its config (NVFP4 copy says 196608)"),
+    "minimax-m2.7": (["MiniMaxAI/MiniMax-M2.7"], 204800, "M2.7 context 204800 from its config (NVFP4 copy: 196608)"),
     "glm-5": (["zai-org/GLM-5"], 0, ""),
     "glm-5.1": (["zai-org/GLM-5.1"], 0, "GLM-5.1 config assumed equal to GLM-5's apart from the weights"),
     "glm-5.2": (["zai-org/GLM-5.2"], 0, ""),

@@ -34,8 +34,8 @@ class Arch:
     score_bias: bool  # router keeps an fp32 e_score_correction_bias
     text_prefix: str  # "model." or "language_model.model." (Kimi K2.5+)
     qk_norm: bool = True
-    estimated: tuple[tuple[str, int], ...] = ()
-    full_attention_at: tuple[int, ...] = ()  # hybrid models: the layers with softmax attention (the rest are linear)  # bytes not described by the config (vision towers), named estimates
+    estimated: tuple[tuple[str, int], ...] = ()  # bytes not described by the config (vision towers), named estimates
+    full_attention_at: tuple[int, ...] = ()  # hybrid models: the layers with softmax attention (the rest are linear)
 
 
 @dataclass(frozen=True)

@@ -87,9 +87,7 @@ def own_params(cfg: dict) -> dict:
                 p += heads * hd + 2 * kv * hd
             if arch == "GptOssForCausalLM":
                 p += H + heads
-            if arch == "Qwen3MoeForCausalLM" or hybrid or (
-                arch == "Glm4MoeForCausalLM" and c.get("use_qk_norm", True)
-            ):
+            if arch == "Qwen3MoeForCausalLM" or hybrid or (arch == "Glm4MoeForCausalLM" and c.get("use_qk_norm", True)):
                 p += 2 * hd
             if arch == "MiniMaxM2ForCausalLM":
                 p += heads * hd + kv * hd
