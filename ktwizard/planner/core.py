@@ -12,12 +12,12 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.routing import RoutingCounts
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner import host_budget
 from ktwizard.planner.calibration import Calibration, host_key
 from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
+from ktwizard.planner.memory import host_budget
+from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
-from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
@@ -257,7 +257,7 @@ def plan(
     fc = forecast(setup, sizing.context, goals.concurrency, cal.factor if cal else 1.0, cal.line if cal else "")
     result = replace(result, forecast=fc)
     if spec.architecture == "DeepseekV2ForCausalLM":
-        from ktwizard.planner.layers import place_layers
+        from ktwizard.planner.memory.layers import place_layers
 
         result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
     from ktwizard.planner import wins

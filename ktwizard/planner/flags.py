@@ -8,9 +8,9 @@ from ktwizard.host.profile import GPU
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner import memory as M
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.methods import MethodChoice
-from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
 from ktwizard.runtime import release as runtime_env

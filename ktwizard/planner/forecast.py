@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import memory as M
 from ktwizard.planner.forecast_terms import CORE_BW, TERMS, Terms
+from ktwizard.planner.memory import items as M
 from ktwizard.planner.speeds import (
     GpuSpeed,
     cpu_clock,

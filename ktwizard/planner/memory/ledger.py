@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from math import ceil
 
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
-from ktwizard.planner import memory as M
-from ktwizard.planner.budget import BudgetItem
-from ktwizard.planner.steps import Int4Layer, Step
+from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory.budget import BudgetItem
+from ktwizard.planner.memory.steps import Int4Layer, Step
 from ktwizard.runtime import rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are

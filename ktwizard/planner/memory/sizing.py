@@ -18,12 +18,12 @@ from math import ceil, floor
 from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
-from ktwizard.planner import ledger as L
-from ktwizard.planner import memory as M
-from ktwizard.planner import steps
-from ktwizard.planner.budget import BudgetItem, GpuBudget
-from ktwizard.planner.steps import Step
+from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory import ledger as L
+from ktwizard.planner.memory import steps
+from ktwizard.planner.memory.budget import BudgetItem, GpuBudget
+from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
 from ktwizard.runtime import rules
 from ktwizard.units import human
