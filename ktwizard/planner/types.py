@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ktwizard import __version__
 from ktwizard.notice import Notice
 from ktwizard.planner.budget import BudgetItem, GpuBudget, HostBudget
-from ktwizard.planner.forecast import Forecast
+from ktwizard.planner.forecast.model import Forecast
 from ktwizard.planner.layers import LayerPlacement
 
 __all__ = ["BudgetItem", "GpuBudget", "HostBudget", "LayerPlacement"]
