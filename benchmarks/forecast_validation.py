@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/forecast_validation.py          # LOSO validation with the shipped terms' starting point
-    python benchmarks/forecast_validation.py --fit    # also print the all-data fit to paste into forecast_terms.py
+    python benchmarks/forecast_validation.py --fit    # also print the all-data fit for planner/forecast/terms.py
 
 Evidence: benchmarks/forecast/points.csv (one row per published figure, with its source) and the hosts it names in
 benchmarks/forecast/hosts/. For each source, the terms are fitted (least squares on log error) to every other

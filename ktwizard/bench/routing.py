@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ktwizard.errors import KtwizardError
+from ktwizard.errors import BadInput, KtwizardError
+from ktwizard.runtime import rules
 
 if TYPE_CHECKING:
     from ktwizard.models.routing import RoutingCounts
@@ -36,6 +37,45 @@ def builtin_requests(count: int) -> list[dict]:
     return [{"messages": [{"role": "user", "content": PROMPTS[i % len(PROMPTS)]}]} for i in range(count)]
 
 
+MAX_TOKENS = 64  # per recorded request
+
+
+def recorder_window(url: str, headers: dict[str, str]) -> int:
+    """Ask the server (/server_info: its ServerArgs) whether its recorder is on and how many passes it keeps.
+
+    A server started without --expert-distribution-recorder-mode has the no-op recorder, whose start raises in the
+    scheduler's loop, which then SIGQUITs the whole server (eplb/expert_distribution.py:113-128,
+    managers/scheduler.py:3269-3272): so nothing is sent unless the server says the recorder is on.
+    """
+    import httpx
+
+    from ktwizard.httpcap import get_json
+    from ktwizard.textsafe import shown
+
+    info = None
+    for path in ("/server_info", "/get_server_info"):  # http_server.py: the new name and the old
+        try:
+            info = get_json(url + path, headers)
+        except (httpx.HTTPError, ValueError):
+            continue
+        if isinstance(info, dict) and "expert_distribution_recorder_mode" in info:
+            break
+        info = None
+    if info is None:
+        raise KtwizardError(
+            f"{shown(url)} does not say whether its routing recorder is on (/server_info); not touching it: starting "
+            "the recorder on a server without one stops the server"
+        )
+    if not info.get("expert_distribution_recorder_mode"):
+        raise KtwizardError(
+            f"{shown(url)} was started without the routing recorder; starting it would stop the server "
+            "(sglang-kt 0.7.2's no-op recorder raises in the scheduler). Relaunch with the recorder: "
+            "`ktwizard launch ... --record-routing DIR`, then record"
+        )
+    size = info.get("expert_distribution_recorder_buffer_size")
+    return size if isinstance(size, int) and not isinstance(size, bool) else 1000
+
+
 def record(
     url: str,
     headers: dict[str, str],
@@ -49,9 +89,20 @@ def record(
     import httpx
 
     from ktwizard.bench.client import served_model
-    from ktwizard.models.routing import counts_from_bytes, read_dump
+    from ktwizard.models.routing import counts_from_bytes, cpu_storage, read_dump
     from ktwizard.serial import write_atomic
 
+    window = recorder_window(url, headers)
+    asked = [t for t in (b.get("max_tokens") for b in bodies) if isinstance(t, int)]
+    longest = max([MAX_TOKENS, *asked])
+    passes = rules.recorder_passes(len(bodies), longest)
+    if 0 < window < passes:
+        most = window // (longest + 1)
+        raise BadInput(
+            f"{len(bodies)} requests drive about {passes} forward passes, more than the {window} the server's recorder "
+            f"keeps (a circular window: the dump would hold only the last ones); record at most {most} requests, or "
+            "relaunch with a larger --expert-distribution-recorder-buffer-size"
+        )
     started = time.time()
     try:
         with httpx.Client(timeout=httpx.Timeout(timeout, connect=10), headers=headers) as http:
@@ -64,7 +115,7 @@ def record(
 
             call("/start_expert_distribution_record")
             for i, body in enumerate(bodies):
-                r = http.post(url + "/v1/chat/completions", json={"model": served, "max_tokens": 64, **body,
+                r = http.post(url + "/v1/chat/completions", json={"model": served, "max_tokens": MAX_TOKENS, **body,
                                                                   "stream": False})  # fmt: skip
                 if r.status_code != 200:
                     raise KtwizardError(f"request {i + 1}: {r.status_code} {r.text[:200]}")
@@ -82,7 +133,7 @@ def record(
         raise KtwizardError(f"no dump appeared in {folder} (is it the folder the server writes to?)")
     raw = read_dump(dumps[-1])
     counts = counts_from_bytes(raw, str(dumps[-1]))  # the format and a sane shape, before it is kept
-    write_atomic(keep, raw)
+    write_atomic(keep, cpu_storage(raw))  # every TP rank loads it without map_location: keep it off GPU 0
     return counts
 
 

@@ -14,34 +14,40 @@ def _host(args):
 
 
 def cmd_image_render(args: argparse.Namespace) -> int:
+    import shlex
+
     from ktwizard.deploy.image import write_context
 
-    target = write_context(_host(args), Path(args.out))
+    target = write_context(_host(args), Path(args.out), args.cpu_class)
     print(
         f"wrote {args.out}/Dockerfile for CPU class {target.cpu_class}, CUDA {';'.join(target.cuda_archs) or 'none'}; "
-        f"build it with: ktwizard image build --context {args.out}",
+        f"build it with: ktwizard image build --context {shlex.quote(args.out)} "
+        f"(tagged sglang-kt:local-{target.tag_suffix})",
         file=sys.stderr,
     )
     return 0
 
 
 def cmd_image_build(args: argparse.Namespace) -> int:
-    from ktwizard.deploy.image import build, write_context
-    from ktwizard.render.dockerfile import target_for
+    from ktwizard.deploy.image import build, context_target, write_context
 
-    host = _host(args)
-    context = Path(args.context) if args.context else None
-    if context is None:
+    if args.context:  # built for what it was rendered for, whatever this machine is
+        context = Path(args.context)
+        target = context_target(context)
+    else:
         import tempfile
 
         context = Path(tempfile.mkdtemp(prefix="ktwizard-image-"))
-        write_context(host, context)
-    target = target_for(host)
-    from ktwizard.host.imagetag import local_image
-
-    tag = args.tag or local_image(host)  # the name plans and launches use by default
+        target = write_context(_host(args), context, args.cpu_class)
+    tag = args.tag or f"sglang-kt:local-{target.tag_suffix}"  # the name plans and launches use by default
     build(context, tag, target)
     return 0
+
+
+CLASSES = ("amx", "avx512_bf16", "avx512_vbmi", "avx512_vnni", "avx512_base", "avx2")
+CPU_CLASS_HELP = (
+    "build kt-kernel for an older CPU class than the host's best (a plan that needs kt-kernel's avx2 kernels says so)"
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,9 +56,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = isub.add_parser("render", help="write the Dockerfile and build context")
     r.add_argument("--host", metavar="FILE|NAME", help="build for this host's CPU (default: this machine)")
     r.add_argument("--out", default="sglang-kt-image", help="folder for the build context")
+    r.add_argument("--cpu-class", choices=CLASSES, help=CPU_CLASS_HELP)
     r.set_defaults(func=cmd_image_render)
     b = isub.add_parser("build", help="build it through the Docker SDK")
     b.add_argument("--host", metavar="FILE|NAME", help="build for this host's CPU (default: this machine)")
-    b.add_argument("--context", metavar="DIR", help="a rendered (or your own) build context")
+    b.add_argument("--context", metavar="DIR", help="a context `image render` wrote (built for what it names)")
+    b.add_argument("--cpu-class", choices=CLASSES, help=CPU_CLASS_HELP)
     b.add_argument("--tag", help="image tag (default: sglang-kt:local-<the CPU build it targets>)")
     b.set_defaults(func=cmd_image_build)

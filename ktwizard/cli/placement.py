@@ -31,7 +31,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         emit(dump_json({"report": report, "decode_tok_s_per_stream": decode, "context": ctx, "concurrency": c}), None)
         return 0
     out = [
-        f"{model.spec.name or model.spec.id}: {counts.steps} recorded step(s), {report.calls:,.0f} routed calls; "
+        f"{model.spec.name or model.spec.id}: {counts.steps} recorded forward pass(es), {report.calls:,.0f} routed "
+        "calls (summed over the TP ranks that recorded them); "
         f"{made.gpu_experts} GPU experts per MoE layer ({report.gpu_experts_total} in all)",
         "",
         f"{'layer':>5}  {'uniform':>8}  {'frequency':>9}  {'GPU experts':>11}  {'skew':>5}",

@@ -5,6 +5,7 @@ Step progress is streamed; a failing step ends in one clear line.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -15,14 +16,33 @@ from ktwizard.host.profile import HostProfile
 from ktwizard.render.dockerfile import DOCKER, BuildTarget, render_dockerfile
 from ktwizard.serial import write_atomic
 
+TARGET = "ktwizard-target.json"  # what the context was rendered for: `image build --context` tags and labels by it
 
-def write_context(host: HostProfile, out: Path) -> BuildTarget:
-    text, target = render_dockerfile(host)
+
+def write_context(host: HostProfile, out: Path, cpu_class: str | None = None) -> BuildTarget:
+    text, target = render_dockerfile(host, cpu_class)
     write_atomic(out / "Dockerfile", text)
+    write_atomic(out / TARGET, json.dumps({"cpu_class": target.cpu_class, "cuda_archs": list(target.cuda_archs)}))
     write_atomic(out / "versions.yaml", (DOCKER / "versions.yaml").read_text())
     write_atomic(out / "patches" / "rawint4_requires_grad.py", Path(patches.__file__).read_text())
     for script in sorted((DOCKER / "scripts").glob("*.py")):
         write_atomic(out / "scripts" / script.name, script.read_text())
+    return target
+
+
+def context_target(context: Path) -> BuildTarget:
+    """The target a rendered context was written for (its tag and labels must say the same)."""
+    try:
+        data = json.loads((context / TARGET).read_text())
+        target = BuildTarget(str(data["cpu_class"]), tuple(str(a) for a in data["cuda_archs"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BadInput(
+            f"{context}: not a context ktwizard rendered (no readable {TARGET}); write one with ktwizard image render"
+        ) from None
+    if not target.cpu_class.replace("_", "").isalnum() or not all(
+        a.replace(".", "").isdigit() for a in target.cuda_archs
+    ):
+        raise BadInput(f"{context}/{TARGET}: not a CPU class and CUDA architectures")
     return target
 
 

@@ -15,7 +15,7 @@ from ktwizard.deploy.launch import LaunchOptions
 from ktwizard.deploy.procid import DEPLOYMENT_ENV, labelled, start_ticks, still_ours
 from ktwizard.deploy.records import Deployment, state_dir
 from ktwizard.errors import KtwizardError
-from ktwizard.planner.constants import INT4_MARLIN_METHODS
+from ktwizard.planner.memory.constants import INT4_MARLIN_METHODS
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import argv
 from ktwizard.render.clients import server_url

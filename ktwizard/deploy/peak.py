@@ -4,7 +4,7 @@ the plan, before the deployment is called good.
 SGLang-KT allocates part of its memory only when the first long prompt arrives (the layerwise-prefill layer,
 kt_ep_wrapper.py:5737-5814, kept for the server's life) and the most when a chunk attends over a long prefix: MLA
 models then decompress up to 131,072 tokens of K/V at once, summed over the batch, and with --enable-mixed-chunk a
-decoding request rides in every prefill batch with its whole context as prefix (planner/steps.py). A plan that is
+decoding request rides in every prefill batch with its whole context as prefix (planner/memory/steps.py). A plan that is
 wrong there starts fine and dies an hour later on a user's first long prompt; the peak check makes that happen now:
   1. a prompt just above the layerwise threshold (the short-prompt phase: the layer is built and restored);
   2. the plan's binding long-prompt phase for real: with concurrency > 1, long requests first (each prefilled, then

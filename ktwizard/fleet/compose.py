@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ktwizard.apikey import IN_CONTAINER, ROUTER_LAUNCHER
 from ktwizard.errors import BadInput
 from ktwizard.fleet.constants import DEFAULT_ROUTER_IMAGE
 from ktwizard.fleet.plan import FleetPlan
@@ -45,10 +46,17 @@ def compose_fleet(
         service["healthcheck"] = _health(r.port)
         services[r.name] = service
     workers = [f"http://{r.name}:{r.port}" for r in fleet.replicas]
+    args = router_args(fleet, workers, "0.0.0.0")
+    # Workers started with a key answer 401 to a router without one: the router calls them with --api-key
+    # (sglang_router/router_args.py:826-830), which the launcher adds from the mounted file inside the process only
+    key = next((r.plan.goals.api_key_file for r in fleet.replicas if r.plan.goals.api_key_file), None)
     services["router"] = {
         "image": router_image,
         "container_name": f"{fleet.name}-router",
-        "command": ["python3", "-m", ROUTER_MODULE, *router_args(fleet, workers, "0.0.0.0")],
+        "command": ["python3", "-c", ROUTER_LAUNCHER, IN_CONTAINER, *args]
+        if key
+        else ["python3", "-m", ROUTER_MODULE, *args],
+        **({"volumes": [{"type": "bind", "source": key, "target": IN_CONTAINER, "read_only": True}]} if key else {}),
         "ports": [
             f"{url_host(fleet.bind)}:{fleet.router_port}:{fleet.router_port}",
             f"127.0.0.1:{fleet.metrics_port}:{fleet.metrics_port}",

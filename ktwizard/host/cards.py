@@ -33,7 +33,7 @@ KNOWN_TOTAL_MIB: tuple[tuple[str, int], ...] = (
     ("rtx 3090", 24576),
 )
 # The driver's reserve (NVML v2 `reserved`) in MiB, where a public `nvidia-smi -q` capture or our own device shows it;
-# a card not listed is budgeted with the idle H200's 615 MiB (planner/constants.DRIVER_RESERVE).
+# a card not listed is budgeted with the idle H200's 615 MiB (planner/memory/constants.DRIVER_RESERVE).
 KNOWN_RESERVE_MIB: tuple[tuple[str, int], ...] = (
     ("h200", 615),  # measured on the device (tests/fixtures/device/h200-capture)
     ("rtx 4090", 354),  # public nvidia-smi -q capture

@@ -15,6 +15,7 @@ def tag_suffix(cpu_class: str, archs: tuple[str, ...]) -> str:
     return f"{cpu_class}-sm{'-'.join(a.replace('.', '') for a in archs) or 'none'}"
 
 
-def local_image(host: HostProfile) -> str:
-    """sglang-kt:local-<kt-kernel CPU class>-sm<CUDA archs>, e.g. sglang-kt:local-avx512-sm120."""
-    return f"sglang-kt:local-{tag_suffix(kt_variant(host.cpu.flags) or 'none', cuda_archs(host))}"
+def local_image(host: HostProfile, cpu_class: str | None = None) -> str:
+    """sglang-kt:local-<kt-kernel CPU class>-sm<CUDA archs>, e.g. sglang-kt:local-avx512-sm120. `cpu_class`: the
+    kt-kernel build a plan needs when it is not the CPU's best (a method that only has a safe AVX2 kernel here)."""
+    return f"sglang-kt:local-{tag_suffix(cpu_class or kt_variant(host.cpu.flags) or 'none', cuda_archs(host))}"

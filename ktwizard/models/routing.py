@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 import zipfile
 from array import array
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ class RoutingCounts:
     """Routed-token counts per layer and expert, summed over the dump's buffered steps (as kt_ep_wrapper.py:4658)."""
 
     counts: tuple[tuple[float, ...], ...]  # [layers][experts]
-    steps: int  # the buffer dimension summed over
+    steps: int  # forward passes recorded: the buffer's rows that routed anything
 
     @property
     def layers(self) -> int:
@@ -99,6 +100,31 @@ def read_dump(path: str | Path) -> bytes:
     return read_input(Path(path), MAX_FILE, "expert-distribution dump")
 
 
+_GPU_LOCATION = re.compile(rb"X(?P<n>[\x05-\x07]\x00\x00\x00)cuda:\d{1,2}|\x8c(?P<m>[\x05-\x07])cuda:\d{1,2}")
+
+
+def cpu_storage(raw: bytes) -> bytes:
+    """The dump with every storage said to live on the CPU.
+
+    The recorder saves its counts from rank 0's GPU, so torch.save records `cuda:0`; every TP rank then loads the file
+    with torch.load and no map_location (eplb/expert_location.py:577) onto that one GPU. Only the location strings
+    of data.pkl change (pickle's memo counts objects, not bytes); the tensors' bytes are untouched.
+    """
+
+    def to_cpu(m: re.Match[bytes]) -> bytes:
+        return b"X\x03\x00\x00\x00cpu" if m.group("n") else b"\x8c\x03cpu"
+
+    source = zipfile.ZipFile(io.BytesIO(raw))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename.endswith("data.pkl"):
+                data = _GPU_LOCATION.sub(to_cpu, data)
+            target.writestr(info, data)
+    return out.getvalue()
+
+
 def read_counts(path: str | Path) -> RoutingCounts:
     return counts_from_bytes(read_dump(path), str(path))
 
@@ -142,4 +168,11 @@ def _sum_steps(t: _Tensor, where: str) -> RoutingCounts:
     )
     if any(v < 0 for row in counts for v in row):
         raise BadInput(f"{where}: negative routing counts")
-    return RoutingCounts(counts, steps)
+    # The recorder dumps its whole circular buffer, unfilled rows as zeros (expert_distribution.py:1036-1049): the
+    # passes recorded are the rows that routed anything
+    recorded = sum(
+        1
+        for b in range(steps)
+        if any(values[t.offset + b * s0 + layer * s1 + e * s2] for layer in range(layers) for e in range(experts))
+    )
+    return RoutingCounts(counts, recorded)

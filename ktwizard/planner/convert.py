@@ -7,7 +7,7 @@ import shlex
 
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner import memory as M
+from ktwizard.planner.memory import items as M
 from ktwizard.planner.methods import MethodChoice
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import Goals

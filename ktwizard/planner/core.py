@@ -12,16 +12,17 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.routing import RoutingCounts
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner import host_budget
 from ktwizard.planner.calibration import Calibration, host_key
-from ktwizard.planner.catalog import check_flags
 from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
+from ktwizard.planner.memory import host_budget
+from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
-from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
+from ktwizard.runtime import rules
+from ktwizard.runtime.catalog import check_flags
 from ktwizard.units import human
 
 AUTO_CONTEXT_CAP = 131072
@@ -43,6 +44,8 @@ def _validate(goals: Goals, spec: ModelSpec) -> None:
             f"--gpu-experts {goals.gpu_experts}: a MoE layer has {spec.routed_experts} routed experts; give 0 to "
             f"{spec.routed_experts}"
         )
+    if goals.record_routing and (problem := rules.recorder_problem(spec)):
+        raise BadInput(f"--record-routing: {problem}")
     if goals.kv_dtype not in ("auto", "bf16", "fp8_e4m3"):
         raise BadInput(f"--kv-dtype {goals.kv_dtype}: use auto, bf16 or fp8_e4m3")
     if not 1 <= goals.port <= 65535:
@@ -54,7 +57,26 @@ def _validate(goals: Goals, spec: ModelSpec) -> None:
         )
 
 
-def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:
+def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[tuple[GPU, ...], Notice | None]:
+    """The GPUs the plan uses, and why fewer than offered when the checkpoint cannot be split over all of them."""
+    chosen = _offered_gpus(host, goals, spec)
+    problem = rules.fp8_block_shard_problem(spec, len(chosen))
+    if problem is None:
+        return chosen, None
+    valid = rules.fp8_block_tps(spec, len(chosen))
+    if goals.gpus is not None or not valid:
+        near = ", ".join(str(t) for t in valid) or "none"
+        raise BadInput(f"--gpus: {problem}. GPU counts this checkpoint can use: {near} (or a BF16 checkpoint)")
+    tp = valid[-1]
+    return chosen[:tp], Notice(
+        "warn",
+        f"Planned on {tp} of {len(chosen)} GPUs: {problem}",
+        f"GPUs {', '.join(str(g.index) for g in chosen[tp:])} stay idle; a BF16 checkpoint of this model splits "
+        "over all of them",
+    )
+
+
+def _offered_gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:
     by_index = {g.index: g for g in host.gpus.devices}
     if goals.gpus is None:
         chosen = host.visible_gpus
@@ -151,10 +173,12 @@ def plan(
     """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
     nested search is made for it."""
     _validate(goals, spec)
-    gpus = _gpus(host, goals, spec)
+    gpus, tp_note = _gpus(host, goals, spec)
     hints = hints or SglangHints()
     choice: MethodChoice = choose_method(spec, host.cpu.flags, goals.method)
     sizing, notes = _auto(spec, goals, gpus, choice, hints.attention_backend)
+    if tp_note:
+        notes.insert(0, tp_note)
     tp = len(gpus)
     fit = sizing.fit()
     fits = fit.experts >= 0
@@ -166,6 +190,8 @@ def plan(
         for b in budgets
         if not b.fits
     ]
+    if problem := rules.loader_problem(spec, choice.method):
+        overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
     host_budgets = host_budget.host_budgets(host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise)
@@ -206,7 +232,7 @@ def plan(
         fits=fits and not overflows,
         overflows=tuple(overflows),
         notices=tuple(notes),
-        image=goals.image or local_image(host),
+        image=goals.image or local_image(host, choice.cpu_variant),
         model_path=_model_path(goals, spec),
         served_name=str(next(f.value for f in flags if f.name == "--served-model-name")),
         binding=f"GPU {fit.gpu}, {fit.phase}" if fit.phase else "",
@@ -231,7 +257,7 @@ def plan(
     fc = forecast(setup, sizing.context, goals.concurrency, cal.factor if cal else 1.0, cal.line if cal else "")
     result = replace(result, forecast=fc)
     if spec.architecture == "DeepseekV2ForCausalLM":
-        from ktwizard.planner.layers import place_layers
+        from ktwizard.planner.memory.layers import place_layers
 
         result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
     from ktwizard.planner import wins

@@ -8,12 +8,13 @@ from ktwizard.host.profile import GPU
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner import memory as M
-from ktwizard.planner import runtime_env
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.methods import MethodChoice
-from ktwizard.planner.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
+from ktwizard.runtime import release as runtime_env
+from ktwizard.runtime import rules
 
 SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 SERVED_BAD = re.compile(r"[^A-Za-z0-9._:/@+-]+")
@@ -120,7 +121,9 @@ def build_flags(
                 "the full-layer buffer is budgeted in the region SGLang leaves free",
             )
         )
-        if choice.method != "MXFP4":
+        if choice.method != "MXFP4" and goals.placement != "frequency":
+            # With frequency placement the update would replace the placed experts after the first long prefill
+            # (kt_ep_wrapper.py:4889-4925), so what `placement show` and the forecast describe would be gone
             f.append(
                 Flag(
                     "--kt-enable-dynamic-expert-update",
@@ -162,7 +165,13 @@ def build_flags(
                     "--expert-distribution-recorder-mode",
                     "stat",
                     "count routed tokens per layer and expert while `ktwizard placement record` drives traffic",
-                )
+                ),
+                Flag(
+                    "--expert-distribution-recorder-buffer-size",
+                    rules.RECORDER_PASSES,
+                    "the recorder keeps only the last N forward passes (default 1000, which the default `placement "
+                    "record` run already wraps: server_args.py:3112-3116); this window is budgeted per GPU",
+                ),
             ]
             if goals.record_routing
             else []
@@ -189,7 +198,28 @@ def build_flags(
             "no larger decode batch can run: capturing bigger graphs only costs memory",
         ),
     ]
-    if hints.attention_backend:
+    if sizing.dsa_kv is not None:
+        # DeepSeek sparse attention: only the nsa backend takes the indexer's top-k (runtime/rules.py); what the
+        # runtime's DSA branch would set is rendered, so the plan says what runs
+        major = min(g.cc_major for g in gpus)
+        prefill, decode = rules.nsa_kernels(sizing.dsa_kv, major)
+        f += [
+            Flag(
+                "--attention-backend",
+                "nsa",
+                "DeepSeek sparse attention: only the nsa backend takes the indexer's top-k; sglang-kt 0.7.2 picks it "
+                "by itself for DeepseekV3ForCausalLM but not for this checkpoint's architecture (server_args.py:1855)",
+            ),
+            Flag("--nsa-prefill-backend", prefill, "the NSA prefill kernel 0.7.2 uses here (server_args.py:1752-1777)"),
+            Flag("--nsa-decode-backend", decode, "the NSA decode kernel 0.7.2 uses here (server_args.py:1752-1777)"),
+            Flag("--kv-cache-dtype", sizing.dsa_kv.dtype, sizing.dsa_kv.why + "; the KV pool is budgeted in it"),
+            Flag(
+                "--page-size",
+                rules.NSA_PAGE_SIZE,
+                "DeepSeek sparse attention runs with 64-token pages (server_args.py:1925-1927, memory_pool.py:1785)",
+            ),
+        ]
+    elif hints.attention_backend:
         f.append(
             Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family")
         )
@@ -227,18 +257,23 @@ def build_flags(
                 f"holds them leaves the full-attention pool {sizing.tokens} tokens",
             )
         )
-    if goals.kv_dtype == "fp8_e4m3":
+    if goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None:
         f.append(Flag("--kv-cache-dtype", "fp8_e4m3", "FP8 KV cache: half the bytes per token"))
     if hints.reasoning_parser:
         f.append(Flag("--reasoning-parser", hints.reasoning_parser, "separates the model's reasoning from its answer"))
     if hints.tool_call_parser:
-        f.append(Flag("--tool-call-parser", hints.tool_call_parser, "parses this model family's tool calls"))
+        f.append(
+            Flag(
+                "--tool-call-parser", rules.tool_parser(hints.tool_call_parser), "parses this model family's tool calls"
+            )
+        )
     if goals.chat_template:
         f.append(Flag("--chat-template", goals.chat_template, "the chat template you gave"))
     if tp > 1:
-        f.append(
-            Flag("--enable-p2p-check", True, "multi-GPU: check peer-to-peer access instead of assuming it (KT docs)")
-        )
+        f += [
+            Flag("--enable-p2p-check", True, "multi-GPU: check peer-to-peer access instead of assuming it (KT docs)"),
+            Flag("--disable-custom-all-reduce", True, rules.CUSTOM_AR_WHY),
+        ]
     if sizing.layerwise:
         f.append(Flag("--watchdog-timeout", 3000, "long layerwise prefills can exceed the default watchdog (KT docs)"))
     f.append(Flag("--sampling-defaults", "model", "use the checkpoint's generation_config sampling defaults"))
@@ -301,7 +336,8 @@ def build_env(
         EnvVar(
             "OMP_NUM_THREADS",
             str(threads.reserve),
-            "the GPU process's OpenMP threads use the cores kt-kernel leaves free",
+            "OpenMP in the GPU process uses the cores kt-kernel's worker pools leave free: torch's and kt-kernel's own "
+            "(its extension links a libgomp of its own and sizes its parallel regions by omp_get_max_threads)",
         ),
         EnvVar(
             runtime_env.ALLOC_CONF,
@@ -320,12 +356,17 @@ def build_env(
                 "CPU would select",
             )
         )
-    if _blackwell(gpus):
-        env.append(
-            EnvVar(
-                "SGLANG_ENABLE_JIT_DEEPGEMM", "0", "DeepGEMM's JIT is unstable on SM120 with the pinned stack (recipe)"
-            )
+    # SGLANG_ENABLE_JIT_DEEPGEMM=0 (the recipe's) is not rendered: 0.7.2 enables DeepGEMM only on SM 9.0, 10.0 and
+    # 10.3 (layers/deep_gemm_wrapper/configurer.py:17-24), so on the recipe's SM 12.0 it is already off
+    env.append(
+        EnvVar(
+            rules.HEALTH_GENERATION_ENV,
+            "0",
+            "/health answers from the server's state instead of generating a token: a generating probe gets 503 "
+            "during a long KT prefill (http_server.py:495-560, 20 s), so routers and liveness probes would drop a "
+            "busy server",
         )
+    )
     if record_routing:
         env.append(EnvVar(runtime_env.RECORDER_DIR, record_routing, "where the recorder writes dumps"))
     return tuple(env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ktwizard.errors import BadInput
 from ktwizard.host.profile import HostProfile
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import memory as M
+from ktwizard.planner.memory import items as M
 from ktwizard.planner.methods import choose_method
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from ktwizard import __version__
 from ktwizard.notice import Notice
-from ktwizard.planner.budget import BudgetItem, GpuBudget, HostBudget
 from ktwizard.planner.forecast.model import Forecast
-from ktwizard.planner.layers import LayerPlacement
+from ktwizard.planner.memory.budget import BudgetItem, GpuBudget, HostBudget
+from ktwizard.planner.memory.layers import LayerPlacement
 
 __all__ = ["BudgetItem", "GpuBudget", "HostBudget", "LayerPlacement"]
 

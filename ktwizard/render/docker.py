@@ -7,10 +7,10 @@ import shlex
 from dataclasses import dataclass
 
 from ktwizard.inputs import url_host
-from ktwizard.planner.runtime_env import RECORDER_DIR
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import container_argv, container_paths, flag_groups
 from ktwizard.render.names import LABEL, check_name
+from ktwizard.runtime.release import RECORDER_DIR
 
 DEFAULT_IMAGE = "sglang-kt:local"
 

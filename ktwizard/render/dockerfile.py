@@ -1,4 +1,5 @@
-"""Render assets/docker/Dockerfile.sglang-kt for a host: kt-kernel ISA flags from the CPU, CUDA archs from the GPUs."""
+"""Render assets/docker/Dockerfile.sglang-kt for a host: the pinned runtime wheels, labelled with the CPU class and the
+GPUs' CUDA architectures it was rendered for."""
 
 from __future__ import annotations
 
@@ -26,10 +27,17 @@ class BuildTarget:
         return tag_suffix(self.cpu_class, self.cuda_archs)
 
 
-def target_for(host: HostProfile) -> BuildTarget:
+def target_for(host: HostProfile, cpu_class: str | None = None) -> BuildTarget:
+    """What to build for: the host's best kt-kernel class, or an older one a plan needs (`cpu_class`)."""
     from ktwizard.host.imagetag import cuda_archs
 
-    return BuildTarget(cpu_class=kt_variant(host.cpu.flags) or "none", cuda_archs=cuda_archs(host))
+    best = kt_variant(host.cpu.flags)
+    if cpu_class is not None:
+        if cpu_class not in CLASS_ORDER:
+            raise BadInput(f"--cpu-class {cpu_class}: use one of {', '.join(CLASS_ORDER)}")
+        if best is None or CLASS_ORDER.index(cpu_class) < CLASS_ORDER.index(best):
+            raise BadInput(f"--cpu-class {cpu_class}: this host's CPU is {best or 'below AVX2'}; it cannot run it")
+    return BuildTarget(cpu_class=cpu_class or best or "none", cuda_archs=cuda_archs(host))
 
 
 def runs_on(image_class: str, host: HostProfile) -> bool:
@@ -40,9 +48,9 @@ def runs_on(image_class: str, host: HostProfile) -> bool:
     return CLASS_ORDER.index(have) <= CLASS_ORDER.index(image_class)
 
 
-def render_dockerfile(host: HostProfile) -> tuple[str, BuildTarget]:
+def render_dockerfile(host: HostProfile, cpu_class: str | None = None) -> tuple[str, BuildTarget]:
     """The Dockerfile for the machine the image will run on: its CPU class and its GPUs' CUDA architectures."""
-    t = target_for(host)
+    t = target_for(host, cpu_class)
     if not t.cuda_archs:
         raise BadInput(
             "the host has no GPU with a known compute capability, so the image's CUDA architectures are unknown: "
@@ -50,15 +58,5 @@ def render_dockerfile(host: HostProfile) -> tuple[str, BuildTarget]:
             "compute_capability)"
         )
     versions = read_structured(DOCKER / "versions.yaml", trusted=True)
-    c = t.cpu_class
-    fields = {
-        **versions,
-        "cpu_instruct": "NATIVE" if c == "amx" else "AVX512" if c.startswith("avx512") else "AVX2",
-        "enable_amx": "ON" if c == "amx" else "OFF",
-        "enable_vnni": "ON" if c in ("amx", "avx512_bf16", "avx512_vbmi", "avx512_vnni") else "OFF",
-        "enable_bf16": "ON" if c in ("amx", "avx512_bf16") else "OFF",
-        "enable_vbmi": "ON" if c in ("amx", "avx512_bf16", "avx512_vbmi") else "OFF",
-        "cuda_arch_list": ";".join(t.cuda_archs),
-        "cpu_class": c,
-    }
+    fields = {**versions, "cuda_arch_list": ";".join(t.cuda_archs), "cpu_class": t.cpu_class}
     return (DOCKER / "Dockerfile.sglang-kt").read_text().format(**fields), t

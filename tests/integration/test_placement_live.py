@@ -56,3 +56,41 @@ def test_record_show_relaunch_and_bench(checkpoint, tmp_path, state_home):
     finally:
         run_cli("stop", first)
         run_cli("stop", second)
+
+
+def test_record_never_touches_a_server_without_the_recorder(checkpoint, tmp_path, state_home):
+    """The stand-in dies as 0.7.2 does when its no-op recorder is started (scheduler.py:3269-3272): placement record
+    must ask /server_info first, refuse, and leave the server serving."""
+    name = f"ktw-norec-{os.getpid()}"
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    try:
+        plan = [*PLAN, "--gpu-experts", "8"]
+        memory = standin_memory(planned(checkpoint, plan))
+        out, _, _ = launch(checkpoint, tmp_path, name, *memory, plan_args=plan)
+        assert out.returncode == 0, out.stderr[-2000:]
+        # a folder given by hand passes ktwizard's own record check: only the server can tell
+        rec = run_cli(
+            "placement", "record", name, "--requests", "2", "--recorder-dir", str(tmp_path), env=env, timeout=120
+        )
+        assert rec.returncode == 1, rec.stderr[-2000:]
+        assert "without the routing recorder" in rec.stderr and "Traceback" not in rec.stderr
+        assert run_cli("chat", name, "--max-tokens", "8", timeout=60).returncode == 0, "the server must still serve"
+    finally:
+        run_cli("stop", name)
+
+
+def test_record_refuses_traffic_that_would_wrap_the_recorder_window(checkpoint, tmp_path, state_home):
+    """The recorder keeps a circular window of forward passes (expert_distribution.py:1019-1070); 100 requests of 64
+    tokens are ~6,500 passes, more than the plan's 4,096-pass window: refused before anything is sent."""
+    name = f"ktw-wrap-{os.getpid()}"
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    try:
+        plan = [*PLAN, "--gpu-experts", "8", "--record-routing", str(tmp_path / "rec")]
+        memory = standin_memory(planned(checkpoint, plan))
+        out, _, _ = launch(checkpoint, tmp_path, name, *memory, plan_args=plan)
+        assert out.returncode == 0, out.stderr[-2000:]
+        rec = run_cli("placement", "record", name, "--requests", "100", env=env, timeout=120)
+        assert rec.returncode == 2, rec.stderr[-2000:]
+        assert "4096" in rec.stderr and "at most 63 requests" in rec.stderr
+    finally:
+        run_cli("stop", name)

@@ -461,3 +461,22 @@ def test_fleet_table_columns_never_run_into_each_other(tmp_path):
     assert rows
     for row in [lines[start], *rows]:
         assert len(re.split(r"\s{2,}", row.strip())) == 9, row
+
+
+def test_a_compose_router_calls_keyed_workers_with_the_key(tmp_path):
+    """Workers started with a key answer 401 to a router without one: the compose router mounts the key file and
+    its launcher adds --api-key (sglang_router/router_args.py:826-830) inside the process; the key is in no file."""
+    key = tmp_path / "key"
+    key.write_text("sk-ktw-compose-Secret-7\n")
+    key.chmod(0o600)
+    out = run_cli(
+        "fleet", "plan", "--preset", "qwen3-30b-a3b", "--host", RTX, "--context", "32768", "--api-key-file", str(key),
+        "--format", "compose",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "sk-ktw-compose-Secret-7" not in out.stdout + out.stderr
+    router = yaml.safe_load(out.stdout)["services"]["router"]
+    (mount,) = router["volumes"]
+    assert mount["source"] == str(key) and mount["read_only"]
+    assert router["command"][:2] == ["python3", "-c"] and router["command"][3] == mount["target"]
+    assert "--api-key=' + key" in router["command"][2]

@@ -13,7 +13,7 @@ from ktwizard.errors import BadInput
 from ktwizard.host.spec import host_from_spec, load_host
 from ktwizard.models.presets import get_preset
 from ktwizard.planner.core import plan
-from ktwizard.planner.layers import place_layers
+from ktwizard.planner.memory.layers import place_layers
 from ktwizard.planner.types import Goals
 from ktwizard.render.kt_rules import kt_rules_text
 

@@ -4,6 +4,7 @@ anything in it being run; the rendering passes the runtime's own flag catalogue 
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 import sys
@@ -92,8 +93,8 @@ def test_frequency_plan_renders_the_flags_the_runtime_parses_and_mounts_the_file
     made = json.loads(out.stdout)
     flags = {f["name"]: f["value"] for f in made["flags"]}
     assert flags["--kt-expert-placement-strategy"] == "frequency" and flags["--init-expert-location"] == str(path)
-    from ktwizard.planner.catalog import check_flags
     from ktwizard.planner.types import Plan
+    from ktwizard.runtime.catalog import check_flags
 
     check_flags(Plan.load(made, "plan").flags)  # the 0.7.2 flag catalogue: names, types and choices
     docker = run_cli(*base, "--placement", "frequency", "--expert-stats", str(path), "--format", "docker").stdout
@@ -124,3 +125,41 @@ def test_kubernetes_mounts_the_routing_file_as_a_file(tmp_path):
     vols = [v for d in docs if d["kind"] == "Deployment" for v in d["spec"]["template"]["spec"].get("volumes", [])]
     assert {"path": str(path), "type": "File"} in [v.get("hostPath") for v in vols]
     assert run_cli("placement", "record", "no-such-deployment").returncode == 2
+
+
+def test_kept_dumps_say_their_storage_is_on_the_cpu(tmp_path):
+    """The recorder saves rank 0's GPU tensors (torch.save records cuda:0) and every TP rank loads the file without
+    map_location (eplb/expert_location.py:577): the kept copy names the CPU, and its counts are unchanged."""
+    import pickletools
+    import zipfile
+
+    from ktwizard.models.routing import counts_from_bytes, cpu_storage
+
+    path = tmp_path / "gpu.pt"
+    save_counts([[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [1, 1, 1]]], path, location="cuda:0")
+    raw = path.read_bytes()
+    kept = cpu_storage(raw)
+
+    def locations(blob: bytes) -> set[str]:
+        archive = zipfile.ZipFile(io.BytesIO(blob))
+        pkl = next(n for n in archive.namelist() if n.endswith("data.pkl"))
+        ops = pickletools.genops(archive.read(pkl))
+        return {arg for _, arg, _ in ops if isinstance(arg, str) and arg.startswith(("cuda", "cpu"))}
+
+    assert locations(raw) == {"cuda:0"}
+    assert locations(kept) == {"cpu"}
+    assert counts_from_bytes(kept, "kept") == counts_from_bytes(raw, "raw")
+
+
+def test_recorded_passes_are_the_buffer_rows_that_routed_anything(tmp_path):
+    """The recorder dumps its whole circular buffer (expert_distribution.py:1036-1049): 1000 rows of which only the
+    passes it saw are filled; the dump says 2 passes, not 1000."""
+    from ktwizard.models.routing import read_counts
+
+    rows = [[[0, 0, 0], [0, 0, 0]] for _ in range(1000)]
+    rows[0] = [[1, 2, 3], [4, 5, 6]]
+    rows[7] = [[0, 0, 1], [0, 0, 0]]
+    path = tmp_path / "window.pt"
+    save_counts(rows, path)
+    counts = read_counts(path)
+    assert counts.steps == 2 and counts.counts[0] == (1.0, 2.0, 4.0)

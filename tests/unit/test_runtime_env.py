@@ -23,11 +23,11 @@ from ktwizard.fleet.plan import fleet_plan
 from ktwizard.host.spec import load_host
 from ktwizard.inputs import resolve_model
 from ktwizard.models.presets import get_preset, recipe_for
-from ktwizard.planner import runtime_env
 from ktwizard.planner.core import plan
 from ktwizard.planner.types import Goals
 from ktwizard.render.docker import container_spec
 from ktwizard.render.formats import render
+from ktwizard.runtime import release as runtime_env
 
 METADATA = (ORACLES / "sglang-kt-0.7.2-METADATA-torch.txt").read_text()
 # pytorch/pytorch#183387: torch releases whose CUDA allocator reads expandable_segments from each name

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import memory as M
 from ktwizard.planner.forecast.speeds import (
     GpuSpeed,
     cpu_clock,
@@ -21,6 +20,7 @@ from ktwizard.planner.forecast.speeds import (
     socket_bandwidth,
 )
 from ktwizard.planner.forecast.terms import CORE_BW, TERMS, Terms
+from ktwizard.planner.memory import items as M
 
 DECODE_CONTEXTS = (0, 2048, 8192, 32768, 131072)
 PREFILL_PROMPTS = (1024, 2048, 8192, 32768)

@@ -453,7 +453,15 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                 return None
             if path in RECORDER:  # SGLang's expert-distribution recorder (http_server.py), "stat" mode
                 if not engine.routing.mode:
-                    return self.reply(400, {"error": "start the server with --expert-distribution-recorder-mode"})
+                    # The no-op recorder raises in the scheduler's event loop (eplb/expert_distribution.py:113-128);
+                    # run_scheduler_process logs it and SIGQUITs the server (managers/scheduler.py:3269-3272)
+                    log(
+                        "Scheduler hit an exception: Traceback (most recent call last):\n"
+                        "Exception: Please set ServerArgs.expert_distribution_recorder_mode to use "
+                        "ExpertDistributionRecorder."
+                    )
+                    log("Received sigquit from a child process. It usually means the child failed.")
+                    os._exit(1)
                 made = getattr(engine.routing, RECORDER[path])()
                 return self.reply(200, {"success": True, **({"path": str(made)} if made else {})})
             if path == "/generate":

@@ -4,6 +4,7 @@ placement over such a recording the GPU holds the hot experts and decode runs fa
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import random
@@ -35,16 +36,27 @@ class Routing:
             total = sum(row)
             self.p.append([v / total for v in row])
         self.mode = getattr(args, "expert_distribution_recorder_mode", None)
-        self.recording, self.tokens, self.lock = False, 0, threading.Lock()
+        # The "stat" accumulator keeps one row per forward pass in a circular buffer of this many passes
+        # (server_args.py:3112-3116 defaults it to 1000; expert_distribution.py:920-931, :1019-1070): a dump holds
+        # only the last window. Negative: an unbounded buffer.
+        window = int(getattr(args, "expert_distribution_recorder_buffer_size", None) or 1000)
+        self.recording, self.lock = False, threading.Lock()
+        self.passes: collections.deque[int] = collections.deque(maxlen=window if window > 0 else None)
         self.speedup = self._speedup(args)
 
     def count(self, tokens: int) -> None:
+        """One forward pass that routed `tokens` tokens."""
         if self.recording:
             with self.lock:
-                self.tokens += tokens
+                self.passes.append(tokens)
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.passes)
 
     def start(self) -> None:
-        self.recording, self.tokens = True, 0
+        self.recording = True
+        self.passes.clear()
 
     def stop(self) -> None:
         self.recording = False
@@ -58,7 +70,8 @@ class Routing:
             for layer in range(self.layers)
         ]
         path = folder / f"expert_distribution_recorder_{time.time()}.pt"
-        save_counts([counts], path, {"average_utilization_rate_over_window": None})
+        # the recorder's counts live on rank 0's GPU, so torch.save records cuda:0 (expert_distribution.py:960-975)
+        save_counts([counts], path, {"average_utilization_rate_over_window": None}, location="cuda:0")
         return path
 
     def _hit(self, masks: list[set[int]]) -> float:

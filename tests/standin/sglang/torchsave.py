@@ -55,13 +55,15 @@ class _Tensor:
 
 
 class _Pickler(pickle.Pickler):
+    location = "cpu"  # where torch.save says the storage lived: the recorder's counts live on rank 0's GPU
+
     def persistent_id(self, obj):
         if isinstance(obj, _Storage):
-            return ("storage", obj.kind, obj.key, "cpu", obj.numel)
+            return ("storage", obj.kind, obj.key, self.location, obj.numel)
         return None
 
 
-def save_counts(counts: list, path, extra: dict | None = None, name: str = "archive") -> None:
+def save_counts(counts: list, path, extra: dict | None = None, name: str = "archive", location: str = "cpu") -> None:
     """counts: nested lists [buffer][layers][experts] of ints."""
     steps, layers, experts = len(counts), len(counts[0]), len(counts[0][0])
     flat = array("q", (int(v) for b in counts for row in b for v in row))
@@ -76,7 +78,9 @@ def save_counts(counts: list, path, extra: dict | None = None, name: str = "arch
         }
         obj.update(extra or {})
         buf = io.BytesIO()
-        _Pickler(buf, protocol=2).dump(obj)
+        pickler = _Pickler(buf, protocol=2)
+        pickler.location = location
+        pickler.dump(obj)
     finally:
         for k, v in saved.items():
             if v is None:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from math import ceil
 
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
-from ktwizard.planner import memory as M
-from ktwizard.planner.budget import BudgetItem
-from ktwizard.planner.steps import Int4Layer, Step
+from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory.budget import BudgetItem
+from ktwizard.planner.memory.steps import Int4Layer, Step
+from ktwizard.runtime import rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
 # never alive together (budget.BudgetItem.exclusive).
@@ -34,6 +35,20 @@ def staging_buffer(spec: ModelSpec, chunk: int, rank: int) -> BudgetItem | None:
         f"CPU-expert input buffer shared by all MoE layers: {chunk} tokens x hidden {spec.hidden} x bf16, TP rank 0",
         "weights",
         source="srt/layers/moe/kt_ep_wrapper.py:5268-5279",
+    )
+
+
+def recorder_buffer(spec: ModelSpec, recording: bool) -> BudgetItem | None:
+    """The expert-distribution recorder's per-GPU circular buffer, when the plan records routing."""
+    if not recording:
+        return None
+    return BudgetItem(
+        "routing recorder buffer",
+        rules.recorder_buffer_bytes(spec),
+        f"{rules.RECORDER_PASSES} forward passes x {spec.layers} layers x {spec.routed_experts} experts x int32 "
+        "(--expert-distribution-recorder-buffer-size)",
+        "weights",
+        source="srt/eplb/expert_distribution.py:920-931, :1019-1070",
     )
 
 
@@ -89,6 +104,14 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     and the smallest cap whose full-attention pool still holds every promised token.
     """
     a = spec.attention
+    if a.kind == "mla_nsa":
+        cell = rules.nsa_cell_bytes(spec, fp8=dtype_bytes == 1)
+        return Pool(
+            tokens,
+            tokens * cell,
+            f"{tokens} tokens x {cell} B per token: latent KV and FP8 indexer keys as NSATokenToKVPool allocates "
+            "them (model_runner_kv_cache_mixin.py:153-159, :372-386)",
+        )
     if a.kind != "gqa_swa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)
         return Pool(tokens, tokens * cell, f"{tokens} tokens x {cell} B per token (all layers, this rank)")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from ktwizard.host.checks import numa_memory_trustworthy
 from ktwizard.host.profile import HostProfile
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
-from ktwizard.planner import memory as M
-from ktwizard.planner.budget import BudgetItem, HostBudget
+from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory.budget import BudgetItem, HostBudget
 from ktwizard.planner.threads import ThreadPlan
 
 

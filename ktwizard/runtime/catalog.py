@@ -10,11 +10,21 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
 
 from ktwizard.bundled import bundled
 from ktwizard.errors import KtwizardError
-from ktwizard.planner.types import Flag
+
+
+class RenderedFlag(Protocol):
+    """A flag as a plan renders it (planner.types.Flag): the runtime seam needs only its name and value."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> Any: ...
+
 
 CATALOG = "sglang-kt-0.7.2-server-args.json"
 
@@ -26,7 +36,7 @@ def catalog() -> dict[str, dict[str, Any]]:
     return {name: entry for entry in entries for name in entry["flags"]}
 
 
-def _problem(flag: Flag, entry: dict[str, Any]) -> str | None:
+def _problem(flag: RenderedFlag, entry: dict[str, Any]) -> str | None:
     value = flag.value
     if entry.get("action") in ("store_true", "store_false"):
         return None if isinstance(value, bool) else f"is a switch, rendered with the value {value!r}"
@@ -49,7 +59,7 @@ def _problem(flag: Flag, entry: dict[str, Any]) -> str | None:
     return None
 
 
-def check_flags(flags: tuple[Flag, ...]) -> None:
+def check_flags(flags: tuple[RenderedFlag, ...]) -> None:
     """Raise when launch_server would reject any of these flags."""
     known = catalog()
     for f in flags:

@@ -39,8 +39,9 @@ ALLOC_OVERHEAD_EXPANDABLE = 256 * MiB  # expandable segments: survived at +0.19 
 # (the default allocator needed +5.0 GiB chunked and +6.0 GiB one shot: never rendered, so not a ledger item)
 
 # --- estimates (conservative; every plan says they are estimates) ---
-# Layer-wise placement (planner/layers.py, KTransformers' rules): prefill activations per token of a chunk, ~12 live
-# hidden-size copies plus attention and routed-expert intermediates; the SGLang-KT path uses planner/steps.py.
+# Layer-wise placement (planner/memory/layers.py, KTransformers' rules): prefill activations per token of a chunk,
+# ~12 live hidden-size copies plus attention and routed-expert intermediates; the SGLang-KT path uses
+# planner/memory/steps.py.
 ACT_HIDDEN_COPIES = 12
 HEADROOM_FRACTION = 0.03  # margin for fragmentation and unmodelled allocations (peer-memory-estimators §5.3 rule 10)
 HEADROOM_MIN = 1 * GiB

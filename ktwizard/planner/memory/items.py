@@ -8,7 +8,7 @@ from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.formats import BF16, cpu_expert_bytes, expert_bytes
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
+from ktwizard.planner.memory import constants as C
 
 
 def sglang_defaults(total_bytes: int, tp: int) -> tuple[int, int]:

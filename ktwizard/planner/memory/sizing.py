@@ -18,13 +18,14 @@ from math import ceil, floor
 from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
-from ktwizard.planner import ledger as L
-from ktwizard.planner import memory as M
-from ktwizard.planner import steps
-from ktwizard.planner.budget import BudgetItem, GpuBudget
-from ktwizard.planner.steps import Step
+from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory import ledger as L
+from ktwizard.planner.memory import steps
+from ktwizard.planner.memory.budget import BudgetItem, GpuBudget
+from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
+from ktwizard.runtime import rules
 from ktwizard.units import human
 
 
@@ -71,8 +72,10 @@ class Sizing:
         self.threshold = layerwise_threshold(method, spec)
         self.backend = backend or "flashinfer"  # unknown: budget as if it took the costlier flashinfer paths
         self.backend_known = backend is not None
-        dtype = 1 if goals.kv_dtype == "fp8_e4m3" else 2
-        self.pool = L.kv_pool(spec, self.tokens, self.tp, dtype, self.chunk, goals.concurrency)
+        # DeepSeek sparse attention: the runtime settles the KV dtype itself (runtime/rules.py); budget that one
+        self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
+        fp8 = self.dsa_kv.fp8 if self.dsa_kv else goals.kv_dtype == "fp8_e4m3"
+        self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
         self.state = (
             spec.per_request_state_bytes(self.tp) * goals.concurrency if spec.attention.kind == "hybrid_linear" else 0
         )
@@ -138,6 +141,7 @@ class Sizing:
             L.mla_absorbed_copies(spec, tp),
             L.gpu_experts(spec, experts, tp),
             L.staging_buffer(spec, self.chunk, rank),
+            L.recorder_buffer(spec, bool(self.goals.record_routing)),
         ]
         return [i for i in items if i is not None]
 

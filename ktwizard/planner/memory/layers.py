@@ -14,9 +14,9 @@ from ktwizard.errors import BadInput
 from ktwizard.host.profile import GPU, HostProfile
 from ktwizard.models.formats import BF16, expert_bytes
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
-from ktwizard.planner import memory as M
-from ktwizard.planner.budget import BudgetItem, GpuBudget
+from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory.budget import BudgetItem, GpuBudget
 from ktwizard.units import human
 
 LEGACY_CHUNK = 8192  # ktransformers' chunk_prefill_size default

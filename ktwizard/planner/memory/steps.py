@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner import constants as C
+from ktwizard.planner.memory import constants as C
 
 # srt/models/deepseek_common/attention_backend_handler.py:10 MHA_ONE_SHOT_SUPPORTED_BACKENDS
 MLA_PREFIX_MHA_BACKENDS = ("flashinfer", "fa3", "flashmla")

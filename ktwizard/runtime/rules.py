@@ -1,0 +1,237 @@
+"""Load-time and start-up rules of sglang-kt 0.7.2 / kt-kernel 0.7.2, read from their code (paths inside the wheels).
+
+A flag table (runtime/catalog.py) says what the argument parser accepts; these rules say what the server then does
+with a model at start-up, where a plan that parses would still fail to start or would silently run something else.
+Each rule names the file and line it was read from; `tests/unit/test_runtime_rules.py` checks the plans against
+them, and the CI check runs the runtime's own `ServerArgs` on every rendering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ktwizard.models.spec import ModelSpec
+
+# --- DeepSeek sparse attention (DSA / NSA): DeepSeek-V3.2, GLM-5 DSA -----------------------------------------------
+# The model passes `topk_indices` to its attention backend (models/deepseek_v2.py), which only the `nsa` backend
+# takes: triton's and fa3's forward_extend/forward_decode have no such argument, so any other backend fails at the
+# first forward. server_args.py:1855-1881 picks `nsa` by itself only for the architectures in its list, which holds
+# DeepseekV3ForCausalLM (with index_topk) but not DeepseekV32ForCausalLM, the architecture DeepSeek-V3.2 checkpoints
+# name: run through 0.7.2's own ServerArgs, a V3.2 plan without a backend resolves to fa3 (Hopper) or triton
+# (tests/integration/test_runtime_accepts.py). So a DSA plan renders what that branch would set: the nsa backend,
+# its prefill/decode kernels (:1752-1777), the KV dtype (:1727-1750) and 64-token pages (:1925-1927).
+NSA_PAGE_SIZE = 64  # server_args.py:1925-1927 forces page size 64 on CUDA; memory_pool.py:1785-1786 asserts it
+NSA_QUANT_BLOCK = 128  # memory_pool.py:1731 (NSATokenToKVPool.quant_block_size)
+
+
+def is_dsa(spec: ModelSpec) -> bool:
+    return spec.attention.kind == "mla_nsa"
+
+
+@dataclass(frozen=True)
+class DsaKv:
+    dtype: str  # the --kv-cache-dtype the runtime settles on: fp8_e4m3 | bfloat16
+    why: str
+
+    @property
+    def fp8(self) -> bool:
+        return self.dtype == "fp8_e4m3"
+
+
+def dsa_kv(min_cc_major: int, asked: str) -> DsaKv:
+    """The KV dtype a DSA model runs with (server_args.py:1727-1750): `auto` becomes fp8_e4m3 on SM >= 10 and
+    bfloat16 below; only bf16/bfloat16 and fp8_e4m3 are accepted. ktwizard renders it explicitly so the pool it
+    budgets is the pool the runtime allocates."""
+    if asked == "fp8_e4m3":
+        return DsaKv("fp8_e4m3", "FP8 KV cache as asked")
+    if asked == "bf16":
+        return DsaKv("bfloat16", "BF16 KV cache as asked")
+    if min_cc_major >= 10:
+        return DsaKv(
+            "fp8_e4m3", "what sglang-kt 0.7.2 chooses for DeepSeek sparse attention on SM >= 10 (server_args.py:1740)"
+        )
+    return DsaKv(
+        "bfloat16", "what sglang-kt 0.7.2 chooses for DeepSeek sparse attention below SM 10 (server_args.py:1740)"
+    )
+
+
+def nsa_kernels(kv: DsaKv, cc_major: int) -> tuple[str, str]:
+    """(prefill, decode) NSA kernels as server_args.py:1752-1777 chooses them; below SM 9 neither flashmla nor fa3
+    exists, and tilelang (NSA_CHOICES, server_args.py:487-493) is the kernel that compiles there."""
+    if kv.fp8:
+        return "flashmla_auto", "flashmla_kv"
+    if cc_major >= 10:
+        return "flashmla_sparse", "trtllm"
+    if cc_major == 9:
+        return "flashmla_sparse", "fa3"
+    return "tilelang", "tilelang"
+
+
+def nsa_cell_bytes(spec: ModelSpec, fp8: bool) -> int:
+    """KV bytes per token over all layers of a DSA model, as NSATokenToKVPool allocates them.
+
+    - Latent KV per layer: with an FP8 cache and the flashmla backends 0.7.2 picks for it
+      (server_args.py:1752-1761), kv_lora + kv_lora/128 x 4 B of scales + rope x 2 B (rope stays bf16)
+      (model_runner_kv_cache_mixin.py:372-386); with bf16, (kv_lora + rope) x 2 B (:356).
+    - Indexer keys per layer: always FP8 with one fp32 scale per 128 (memory_pool.py:1795-1809,
+      model_runner_kv_cache_mixin.py:153-159).
+    The latent width is MLATokenToKVPool's kv_cache_dim (memory_pool.py:1405-1417); the profile's own cell size for
+    MLA (mixin :113-121) is not what the pool allocates, and ktwizard caps the pool with --max-total-tokens.
+    """
+    a = spec.attention
+    layers = a.full_attention_layers or spec.layers
+    if fp8:
+        latent = a.kv_lora_rank + a.kv_lora_rank // NSA_QUANT_BLOCK * 4 + a.qk_rope_head_dim * 2
+    else:
+        latent = (a.kv_lora_rank + a.qk_rope_head_dim) * 2
+    index = a.index_head_dim + a.index_head_dim // NSA_QUANT_BLOCK * 4
+    return (latent + index) * layers
+
+
+# --- Block-FP8 checkpoints and tensor parallelism -------------------------------------------------------------------
+# layers/quantization/fp8.py:854-866 (MoE): the per-rank intermediate size of gate/up must be a multiple of block_n,
+# and of block_k for down when TP > 1; fp8.py:338-357 (linear layers): a column- or row-parallel shard must be a
+# multiple of the block too. A dense MLP and the shared experts are such linear layers.
+
+
+def fp8_block_shard_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why a block-FP8 checkpoint cannot be split over `tp` GPUs, or None when it can."""
+    fmt = spec.other_format if spec.other_format.kind == "fp8_block" else spec.expert_format
+    if tp <= 1 or fmt.kind != "fp8_block" or not fmt.block:
+        return None
+    block = fmt.block
+    # The issue's audit and the runtime agree on the MoE dimensions; a dense first layer (GLM's 10944) is left out:
+    # those checkpoints are served at TP 1, where the same check would refuse them were that layer block-FP8.
+    dims = [("routed experts' intermediate size", spec.moe_intermediate)]
+    if spec.shared_experts and spec.shared_intermediate:
+        dims.append(("shared experts' intermediate size", spec.shared_intermediate))
+    for what, size in dims:
+        if size % tp or (size // tp) % block:
+            return (
+                f"the {what} {size} splits into {size / tp:g} per GPU at TP {tp}, not a multiple of the FP8 block "
+                f"{block}: sglang-kt 0.7.2 refuses to load it (layers/quantization/fp8.py:854-866)"
+            )
+    return None
+
+
+def fp8_block_tps(spec: ModelSpec, most: int) -> tuple[int, ...]:
+    """Tensor-parallel sizes up to `most` that the attention heads and the FP8 blocks both allow."""
+    heads = spec.attention.heads
+    return tuple(
+        tp
+        for tp in range(1, most + 1)
+        if heads % tp == 0 and fp8_block_shard_problem(spec, tp) is None and (tp & (tp - 1)) == 0
+    )
+
+
+# --- Expert-distribution recorder ------------------------------------------------------------------------------------
+# eplb/expert_location.py:520-530 asks the model class for get_model_config_for_expert_location; without it the
+# recorder's metadata is missing and expert_distribution.py asserts at start-up. Classes that define it in 0.7.2
+# (grep of sglang/srt/models/*.py, EntryClass of each file):
+RECORDER_ARCHITECTURES = frozenset(
+    {
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",  # models/deepseek_v2.py:3647, :3677
+        "DeepseekV4ForCausalLM",
+        "Glm4MoeForCausalLM",
+        "GlmMoeDsaForCausalLM",  # models/glm4_moe.py:1302
+        "GptOssForCausalLM",
+        "KimiK25ForConditionalGeneration",
+        "MiniMaxM2ForCausalLM",
+        "MiniMaxM3SparseForCausalLM",
+        "Qwen2MoeForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "Qwen3NextForCausalLM",
+        "Qwen3_5MoeForConditionalGeneration",
+        "Qwen3_5MoeForCausalLM",
+    }
+)
+
+
+def recorder_problem(spec: ModelSpec) -> str | None:
+    """Why --expert-distribution-recorder-mode would stop this model's server at start-up, or None."""
+    if spec.architecture in RECORDER_ARCHITECTURES:
+        return None
+    return (
+        f"{spec.architecture} has no expert-location metadata in sglang-kt 0.7.2 (no get_model_config_for_expert_"
+        "location: eplb/expert_location.py:520-530), so the routing recorder stops the server at start-up; "
+        "plan with --placement uniform"
+    )
+
+
+# server_args.py:3112-3116 gives the "stat" recorder a 1000-pass circular buffer; _StatAccumulator keeps one int32 row
+# of layers x physical experts per forward pass on each GPU (eplb/expert_distribution.py:920-931, :1019-1070), and a
+# dump sums only the last window. ktwizard renders a larger window, budgets it, and `placement record` refuses traffic
+# that would wrap it.
+RECORDER_PASSES = 4096
+
+
+def recorder_buffer_bytes(spec: ModelSpec, passes: int = RECORDER_PASSES) -> int:
+    """The recorder's per-GPU buffer: passes x layers x experts x int32 (expert_location metadata counts every hidden
+    layer and, with no redundant experts, physical = logical experts: models/deepseek_v2.py:3647-3655)."""
+    return passes * spec.layers * spec.routed_experts * 4
+
+
+def recorder_passes(requests: int, max_tokens: int) -> int:
+    """Forward passes `placement record` drives one request after another: a prefill pass and one pass per decoded
+    token after the first, per request."""
+    return requests * (max_tokens + 1)
+
+
+# --- kt-kernel's weight loaders ------------------------------------------------------------------------------------
+# Each CPU method reads the checkpoint through one loader class with a fixed tensor layout (kt_kernel/utils/loader.py).
+# gpt-oss stores its experts fused (`mlp.experts.gate_up_proj_blocks/_scales` MXFP4, or `gate_up_proj` [E, H, 2I]
+# interleaved in BF16 copies) with per-expert biases. MXFP4SafeTensorLoader reads only DeepSeek-V4-Flash's per-expert
+# `{base}.ffn.experts.{i}.w1/w3/w2` (:1198-1270) and fails with "No experts found" (utils/amx.py:760-789); the BF16
+# loader's packed form is Qwen3.5's [E, 2I, H] without biases (:573-712); no kt-kernel expert class takes biases.
+MXFP4_LAYOUT_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM"})
+
+
+def loader_problem(spec: ModelSpec, method: str) -> str | None:
+    """Why kt-kernel 0.7.2 cannot load this checkpoint's routed experts with `method`, or None."""
+    if spec.architecture == "GptOssForCausalLM":
+        return (
+            "kt-kernel 0.7.2 has no loader for gpt-oss's experts: its MXFP4 loader reads only DeepSeek-V4-Flash's "
+            "per-expert layout and fails with 'No experts found' (kt_kernel/utils/loader.py:1198-1270, "
+            "utils/amx.py:760-789); the BF16 loader's packed layout is Qwen3.5's, without the expert biases gpt-oss "
+            "has (loader.py:573-712). Serve gpt-oss with plain SGLang on the GPUs, without KT"
+        )
+    if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
+        return (
+            f"kt-kernel 0.7.2's MXFP4 loader reads only DeepSeek-V4-Flash's per-expert layout "
+            f"(kt_kernel/utils/loader.py:1198-1270), not {spec.architecture}'s"
+        )
+    return None
+
+
+# --- Health checks ---------------------------------------------------------------------------------------------------
+# entrypoints/http_server.py:495-560: /health generates one token unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is
+# false (environ.py:468, default True), and answers 503 when nothing is generated within SGLANG_HEALTH_CHECK_TIMEOUT
+# (20 s, :183). A KT prefill of a long prompt holds the scheduler far longer: a router would drop the replica and a
+# liveness probe would restart the pod. With generation off, /health answers from the server's state alone.
+HEALTH_GENERATION_ENV = "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"
+
+# --- Tool-call parsers -----------------------------------------------------------------------------------------------
+# function_call/function_call_parser.py:53-78: `qwen25` and `glm45` are kept as aliases of `qwen` and `glm`; the
+# plan renders the canonical names.
+TOOL_PARSER_CANONICAL = {"qwen25": "qwen", "glm45": "glm"}
+
+
+def tool_parser(name: str) -> str:
+    return TOOL_PARSER_CANONICAL.get(name, name)
+
+
+# --- Custom all-reduce and expandable segments (TP > 1) ------------------------------------------------------------
+# distributed/device_communicators/custom_all_reduce.py:144-162 enables the custom all-reduce for 2 PCIe GPUs with
+# working P2P and for any NVLink set; at CUDA-graph capture it exports its buffers through CUDA IPC (:250-326), which
+# refuses memory from expandable segments (VMM). 0.7.2 has no fallback for that (upstream added one later), so a
+# TP > 1 plan that keeps expandable segments disables the custom all-reduce: on hosts without P2P the runtime
+# disables it anyway, so only P2P / NVLink hosts give anything up (NCCL serves the all-reduce instead).
+CUSTOM_AR_WHY = (
+    "expandable segments (this plan's allocator setting) cannot be exported through CUDA IPC, which the custom "
+    "all-reduce needs at CUDA-graph capture (custom_all_reduce.py:250-326): on GPUs with P2P or NVLink it would "
+    "crash there. NCCL serves the all-reduce instead; where P2P is absent the runtime turns it off anyway "
+    "(:144-162). Keeping the custom all-reduce would mean the default allocator, which needs +3.1 to +4.9 GiB more "
+    "per GPU (measured), i.e. fewer GPU experts"
+)

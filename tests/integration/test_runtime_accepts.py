@@ -1,0 +1,156 @@
+"""Every rendering of a matrix of plans, run through sglang-kt 0.7.2's own start-up code (tests/runtime/accept.py):
+its argument parser, `ServerArgs.__post_init__` on the checkpoint's config.json and `check_server_args`, on a faked
+CUDA device of each host. `.ci/run` builds the runtime's environment and names its python in
+KTWIZARD_RUNTIME_PYTHON; the load-time rules the parser cannot see (FP8 block shards, DSA backends, the recorder)
+are ktwizard/runtime/rules.py, tested in tests/unit/test_runtime_rules.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, TESTS
+
+from ktwizard.errors import BadInput
+from ktwizard.host.spec import load_host
+from ktwizard.models.presets import all_presets
+from ktwizard.planner.core import plan
+from ktwizard.planner.types import Goals
+from ktwizard.render.args import argv
+from ktwizard.runtime import rules
+
+CPU = {
+    "model": "AMD EPYC 9355",
+    "sockets": 2,
+    "cores_per_socket": 32,
+    "threads_per_core": 2,
+    "flags": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512vbmi"],
+}
+SYNTHETIC = {  # hosts the bundled set lacks: Blackwell pairs (SM 12.0, P2P) and Hopper sets (NVLink)
+    "2x-rtx-pro-6000": [{"name": "NVIDIA RTX PRO 6000 Blackwell", "memory_gib": 96, "compute_capability": "12.0",
+                         "count": 2}],
+    "8x-h200": [{"name": "NVIDIA H200", "memory_gib": 141, "compute_capability": "9.0", "count": 8}],
+}  # fmt: skip
+
+
+def _runtime_python() -> str:
+    path = os.environ.get("KTWIZARD_RUNTIME_PYTHON", "")
+    if path and Path(path).is_file():
+        return path
+    if os.environ.get("KTWIZARD_REQUIRE_RUNTIME"):
+        pytest.fail("KTWIZARD_RUNTIME_PYTHON must name the python of the sglang-kt 0.7.2 check environment (.ci/run)")
+    pytest.skip("no sglang-kt 0.7.2 check environment (set KTWIZARD_RUNTIME_PYTHON; .ci/run builds one)")
+
+
+def _hosts(tmp: Path) -> dict[str, object]:
+    hosts = {p.stem: load_host(p.stem) for p in sorted((REPO / "assets" / "hosts").glob("*.yaml"))}
+    for name, gpus in SYNTHETIC.items():
+        path = tmp / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"gpus": gpus, "cpu": CPU, "numa_nodes": 2, "memory_gib": 3072}))
+        hosts[name] = load_host(str(path))
+    return hosts
+
+
+def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], int]:
+    """Per host: the faked device and the renderings to check; and how many plans ktwizard itself refused."""
+    folders = {}
+    for pid, preset in all_presets().items():
+        folder = tmp / "models" / pid
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps(preset.config))
+        folders[pid] = str(folder)
+    devices: dict[str, dict] = {}
+    cases: dict[str, list[dict]] = defaultdict(list)
+    refused = 0
+    for hname, host in _hosts(tmp).items():
+        gpus = host.gpus.devices
+        cc = tuple(int(x) for x in gpus[0].compute_capability.split("."))
+        devices[hname] = {"cc": cc, "memory_mib": gpus[0].memory_total >> 20, "count": len(gpus), "name": gpus[0].name}
+        for (pid, preset), tp in ((item, tp) for item in sorted(all_presets().items()) for tp in (1, 2, 4, 8)):
+            if tp > len(gpus):
+                continue
+            base = {"context": 16384, "gpus": tuple(range(tp)), "weights": folders[pid], "kt_weights": folders[pid]}
+            variants = {"plain": {}}
+            if tp == len(gpus) or tp == 8:
+                variants["api-key"] = {}
+                if rules.recorder_problem(preset.spec()) is None:
+                    variants["record"] = {"record_routing": str(tmp / "rec")}
+                    variants["frequency"] = {"placement": "frequency", "expert_stats": str(tmp / "stats.pt")}
+            for variant, extra in variants.items():
+                try:
+                    result = plan(host, preset.spec(), Goals(**base, **extra), preset.sglang, trial=False)
+                except BadInput:
+                    refused += 1  # ktwizard says why (FP8 shards, heads): never rendered
+                    continue
+                args = argv(result) + (["--api-key", "k" * 32] if variant == "api-key" else [])
+                cases[hname].append(
+                    {
+                        "id": f"{hname}/{pid}/tp{tp}/{variant}",
+                        "argv": args,
+                        "env": {e.name: e.value for e in result.env},
+                        "flags": {f.name: f.value for f in result.flags},
+                        "dsa": rules.is_dsa(preset.spec()),
+                        "tp": tp,
+                    }
+                )
+    return devices, cases, refused
+
+
+def _run(python: str, device: dict, cases: list[dict]) -> list[dict]:
+    job = {"gpu": device, "cases": [{k: c[k] for k in ("id", "argv", "env")} for c in cases]}
+    out = subprocess.run(
+        [python, str(TESTS / "runtime" / "accept.py")],
+        input=json.dumps(job),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
+    python = _runtime_python()
+    devices, cases, refused = _cases(tmp_path)
+    rejected, wrong, total = [], [], 0
+    for hname, device in devices.items():
+        results = {r["id"]: r for r in _run(python, device, cases[hname])}
+        assert len(results) == len(cases[hname]), "every case must answer"
+        for case in cases[hname]:
+            total += 1
+            got = results[case["id"]]
+            if not got["ok"]:
+                rejected.append(f"{case['id']}: {got['error']}")
+                continue
+            r, flags = got["resolved"], case["flags"]
+            # what the plan says runs is what the runtime settles on
+            if case["dsa"] and r["attention_backend"] != "nsa":
+                wrong.append(f"{case['id']}: attention backend {r['attention_backend']}, DSA needs nsa")
+            if "--kv-cache-dtype" in flags and r["kv_cache_dtype"] != flags["--kv-cache-dtype"]:
+                wrong.append(f"{case['id']}: KV dtype {r['kv_cache_dtype']} vs planned {flags['--kv-cache-dtype']}")
+            if case["dsa"] and r["page_size"] != rules.NSA_PAGE_SIZE:
+                wrong.append(f"{case['id']}: page size {r['page_size']}")
+            if case["tp"] > 1 and not r["disable_custom_all_reduce"]:
+                wrong.append(f"{case['id']}: custom all-reduce left on with expandable segments")
+            if (
+                "--expert-distribution-recorder-buffer-size" in flags
+                and r["expert_distribution_recorder_buffer_size"] != flags["--expert-distribution-recorder-buffer-size"]
+            ):
+                wrong.append(f"{case['id']}: recorder window {r['expert_distribution_recorder_buffer_size']}")
+    report = os.environ.get("KTWIZARD_RUNTIME_REPORT")
+    if report:
+        Path(report).write_text(
+            json.dumps(
+                {"renderings": total, "refused_by_ktwizard": refused, "rejected": rejected, "wrong": wrong}, indent=1
+            )  # fmt: skip
+        )
+    assert total > 200, "the matrix must cover the presets on every host"
+    assert not rejected, f"{len(rejected)} of {total} renderings rejected by sglang-kt 0.7.2:\n" + "\n".join(
+        rejected[:20]
+    )
+    assert not wrong, "\n".join(wrong[:20])

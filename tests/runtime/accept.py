@@ -1,0 +1,307 @@
+"""Run sglang-kt 0.7.2's own start-up code on ktwizard's renderings: its argument parser, `ServerArgs.__post_init__`
+(which reads the checkpoint's config.json through transformers and settles backends, KV dtype, page size, ...) and
+`check_server_args`, on a faked CUDA device of the host the plan was made for.
+
+Runs in a virtual environment holding the sglang-kt 0.7.2 wheel (installed --no-deps) and its light dependencies
+(transformers-kt, pydantic, orjson, dill, fastapi, numpy): `.ci/run` builds it. torch, triton and the CUDA kernels
+are not installed: every module that is neither there nor in the standard library is a stub here, and torch is a
+fake that answers the device questions (capability, memory, CUDA version) with the host's facts. The runtime's own
+Python decides everything else.
+
+stdin: {"gpu": {"cc": [9, 0], "memory_mib": 143771, "count": 1}, "cases": [{"id", "argv", "env"}]}
+stdout: one JSON object per case: {"id", "ok", "error", "resolved": {field: value}}
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import importlib.abc
+import importlib.machinery
+import io
+import json
+import logging
+import os
+import sys
+import types
+
+GPU: dict = {}
+# Packages stubbed even when installed, and torch-family attributes that must look absent (no NPU/XPU/HPU/MUSA).
+FORCE_STUB = {"torch", "triton", "sgl_kernel", "flashinfer", "deep_gemm", "kt_kernel", "torchvision", "torchaudio"}
+ABSENT = {"npu", "hpu", "xpu", "musa", "mlu", "xla"}
+RESOLVED = (
+    "attention_backend",
+    "kv_cache_dtype",
+    "page_size",
+    "disable_custom_all_reduce",
+    "chunked_prefill_size",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "expert_distribution_recorder_buffer_size",
+    "nsa_prefill_backend",
+    "nsa_decode_backend",
+    "tool_call_parser",
+    "moe_runner_backend",
+)
+
+
+class StubMeta(abc.ABCMeta):
+    """A class whose every attribute, call, item and operator is another stub: enough for module-level code of
+    kernels and models the start-up path imports but never runs."""
+
+    def __getattr__(cls, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return StubMeta(name, (Stub,), {})
+
+    def __call__(cls, *a, **k):
+        if len(a) == 1 and callable(a[0]) and not k:
+            return a[0]  # used as a decorator
+        return StubMeta("value", (Stub,), {})
+
+    def __get_pydantic_core_schema__(cls, source, handler):
+        from pydantic_core import core_schema
+
+        return core_schema.any_schema()
+
+    def __bool__(cls):
+        return False
+
+    def __iter__(cls):
+        return iter(())
+
+    def __getitem__(cls, key):
+        return StubMeta("item", (Stub,), {})
+
+    def __setitem__(cls, key, value):
+        pass
+
+    def __delitem__(cls, key):
+        pass
+
+    def __or__(cls, other):
+        return cls
+
+    __ror__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __or__
+    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __and__ = __rand__ = __or__
+
+    def __neg__(cls):
+        return cls
+
+    def __lt__(cls, other):
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __int__(cls):
+        return 0
+
+    def __float__(cls):
+        return 0.0
+
+    def __index__(cls):
+        return 0
+
+    def __len__(cls):
+        return 0
+
+    def __contains__(cls, item):
+        return False
+
+    def __enter__(cls):
+        return cls
+
+    def __exit__(cls, *a):
+        return False
+
+    def __hash__(cls):
+        return id(cls)
+
+    def __eq__(cls, other):
+        return cls is other
+
+    def __mro_entries__(cls, bases):
+        return (Stub,)
+
+
+class Stub(metaclass=StubMeta):
+    def __init_subclass__(cls, **kw):
+        pass
+
+
+class StubModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name in ABSENT or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)
+        return StubMeta(name, (Stub,), {})
+
+
+def _fake_torch() -> types.ModuleType:
+    torch = StubModule("torch")
+    torch.__path__ = []
+    torch.__version__ = "2.9.1"  # sglang_kt-0.7.2 METADATA pins torch==2.9.1
+
+    class dtype:  # torch.dtype: real instances, so isinstance checks and dtype maps behave
+        def __init__(self, name: str, itemsize: int) -> None:
+            self.name, self.itemsize = name, itemsize
+            self.is_floating_point = "float" in name
+
+        def __repr__(self) -> str:
+            return f"torch.{self.name}"
+
+    torch.dtype = dtype
+    sizes = {"float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1, "float8_e8m0fnu": 1, "float4_e2m1fn_x2": 1,
+             "uint8": 1, "int8": 1, "bool": 1, "bfloat16": 2, "float16": 2, "half": 2, "int16": 2, "float32": 4,
+             "float": 4, "int32": 4, "uint32": 4, "float64": 8, "double": 8, "int64": 8, "long": 8}  # fmt: skip
+    for name, size in sizes.items():
+        setattr(torch, name, dtype(name, size))
+    limits = {"float8_e4m3fn": (448.0, 2**-6, 0.125), "float8_e5m2": (57344.0, 2**-14, 0.25),
+              "float8_e4m3fnuz": (240.0, 2**-7, 0.125), "bfloat16": (3.3895e38, 1.1755e-38, 0.0078125),
+              "float16": (65504.0, 6.1035e-05, 0.000977), "float32": (3.4028e38, 1.1755e-38, 1.1921e-07)}  # fmt: skip
+
+    def finfo(d):
+        top, tiny, eps = limits.get(d.name, limits["float32"])
+        return types.SimpleNamespace(max=top, min=-top, tiny=tiny, smallest_normal=tiny, eps=eps, bits=8 * d.itemsize)
+
+    def iinfo(d):
+        bits = 8 * d.itemsize
+        signed = not d.name.startswith("uint")
+        return types.SimpleNamespace(max=2 ** (bits - signed) - 1, min=-(2 ** (bits - 1)) if signed else 0, bits=bits)
+
+    torch.finfo, torch.iinfo = finfo, iinfo
+    torch._utils = types.SimpleNamespace(_element_size=lambda d: d.itemsize)
+    cuda = StubModule("torch.cuda")
+    cuda.__path__ = []
+    cuda.is_available = lambda: True
+    cuda.get_device_capability = lambda *a, **k: tuple(GPU["cc"])
+    cuda.device_count = lambda: GPU["count"]
+    cuda.get_device_name = lambda *a, **k: GPU.get("name", "NVIDIA GPU")
+    cuda.mem_get_info = lambda *a, **k: (GPU["memory_mib"] << 20, GPU["memory_mib"] << 20)
+    torch.cuda = cuda
+    version = StubModule("torch.version")
+    version.cuda, version.hip, version.git_version = "12.9", None, "fake"
+    torch.version = version
+    return torch
+
+
+def _fake_triton() -> types.ModuleType:
+    triton = StubModule("triton")
+    triton.__path__ = []
+    triton.__version__ = "3.5.1"
+
+    def no_gpu():
+        raise RuntimeError("no GPU in this check")
+
+    target = types.SimpleNamespace(get_current_target=no_gpu)
+    triton.runtime = types.SimpleNamespace(driver=types.SimpleNamespace(active=target))
+    return triton
+
+
+class Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self) -> None:
+        self.real: dict[str, bool] = {}
+
+    def _installed(self, top: str) -> bool:
+        if top not in self.real:
+            self.real[top] = any(
+                f.find_spec(top, None) for f in sys.meta_path if f is not self and hasattr(f, "find_spec")
+            )
+        return self.real[top]
+
+    def find_spec(self, name, path, target=None):
+        top = name.split(".")[0]
+        if top == "sglang" or top in sys.stdlib_module_names:
+            return None
+        if top not in FORCE_STUB and (self._installed(top) or not self._from_sglang()):
+            return None  # installed, or asked for by another library (transformers probing optional packages)
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    @staticmethod
+    def _from_sglang() -> bool:
+        """Whether the import being resolved comes from the runtime's own code (or from a stub it imported)."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            module = frame.f_globals.get("__name__", "")
+            if not module.startswith(("importlib", "_frozen_importlib")) and module != __name__:
+                return module.split(".")[0] in ("sglang", *FORCE_STUB)
+            frame = frame.f_back
+        return False
+
+    def create_module(self, spec):
+        if spec.name == "torch":
+            return _fake_torch()
+        if spec.name == "triton":
+            return _fake_triton()
+        parent, _, leaf = spec.name.rpartition(".")
+        if parent == "torch" and leaf in ("cuda", "version"):
+            return getattr(sys.modules["torch"], leaf)
+        module = StubModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+def _value(v):
+    return v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
+
+
+def main() -> int:
+    job = json.load(sys.stdin)
+    GPU.update(job["gpu"])
+    sys.meta_path.insert(0, Stubs())
+    logging.disable(logging.CRITICAL)
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        from transformers.utils import import_utils
+
+        # transformers' placeholders for classes whose backends (torchvision, PIL) are absent raise on any method;
+        # the runtime's configs only register their processors at import (configs/utils.py:18), which a start-up
+        # check never uses: the placeholders answer with stubs instead
+        def placeholder_attr(cls, key):
+            if key.startswith("_") or key in ("is_dummy", "mro", "call"):
+                return type.__getattribute__(cls, key)
+            return StubMeta(key, (Stub,), {})
+
+        import_utils.DummyObject.__getattribute__ = placeholder_attr  # type: ignore[method-assign]
+        from sglang.srt import server_args as sa
+        from sglang.srt.utils import common
+
+    # Kernels register themselves as torch custom ops at import (utils/common.py:2150-2210): nothing to register here
+    import sglang.srt.utils as utils
+
+    for module in (common, utils):
+        module.direct_register_custom_op = lambda *a, **k: None
+    # nvidia-smi is not here: the device's memory is the host's (utils/common.py:1724 reads it from nvidia-smi)
+    common.get_nvgpu_memory_capacity = lambda: float(GPU["memory_mib"])
+    base_env = dict(os.environ)
+    for case in job["cases"]:
+        os.environ.clear()
+        os.environ.update(base_env)
+        os.environ.update(case.get("env", {}))
+        for fn in vars(common).values():  # device answers are cached per process (lru_cache)
+            if hasattr(fn, "cache_clear"):
+                fn.cache_clear()
+        out = {"id": case["id"], "ok": True, "error": "", "resolved": {}}
+        try:
+            with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                args = sa.prepare_server_args(case["argv"])
+                args.check_server_args()
+            out["resolved"] = {k: _value(getattr(args, k, None)) for k in RESOLVED}
+        except SystemExit as exc:
+            out.update(ok=False, error=f"argument parser exited ({exc.code}): {quiet.getvalue()[-300:]}")
+        except Exception as exc:  # noqa: BLE001 - any start-up failure is the verdict we report
+            out.update(ok=False, error=f"{exc.__class__.__name__}: {exc}"[:600])
+            if os.environ.get("KTW_ACCEPT_DEBUG"):
+                import traceback
+
+                traceback.print_exc(file=sys.__stderr__)
+        quiet.seek(0)
+        quiet.truncate()
+        print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
