@@ -1,5 +1,5 @@
 """Cost of `ktwizard monitor` at 1 Hz: CPU seconds per minute and peak RSS of the dashboard process, with the
-stand-in server under load. Budget (DESIGN.md): under 1 % of one core (0.6 CPU-s per minute) and 80 MB RSS.
+stand-in server under load. Budget (docs/architecture.md): under 1 % of one core (0.6 CPU-s per minute) and 80 MB RSS.
 
 Usage: python benchmarks/monitor.py [--seconds 60] [--sampler-only | --terminal] [--no-gpu]
 It starts the stand-in natively and drives two streams, then runs one of:

@@ -1,6 +1,6 @@
 """Wall time of the host probe: in-process probe() (interpreter start excluded) and the whole CLI.
 
-Budget (DESIGN.md): `ktwizard probe` under 0.5 s on a real host, interpreter start excluded.
+Budget (docs/architecture.md): `ktwizard probe` under 0.5 s on a real host, interpreter start excluded.
 Usage: python benchmarks/probe.py [--root DIR] [--runs N]
 """
 

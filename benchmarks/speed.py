@@ -1,7 +1,7 @@
-"""Speed a person feels, measured the way they feel it (DESIGN.md budgets; issue #26's targets):
+"""Speed a person feels, measured the way they feel it (docs/architecture.md budgets; issue #26's targets):
 
 - headless `plan --format json` on two cores (taskset -c 0,1), median of 9 runs, target <= 0.25 s; and the same where
-  nothing is compiled ahead (an editable install under PYTHONDONTWRITEBYTECODE, README);
+  nothing is compiled ahead (an editable install under PYTHONDONTWRITEBYTECODE, docs/testing.md);
 - `probe --json` on this machine (NVML included), median of 9, target <= 0.25 s;
 - the wizard's first paint: process start to the Host step on a pseudo-terminal, median of 5, target <= 0.5 s;
 - the dashboard's resident memory and CPU beside nvitop's: benchmarks/footprint.py (a live server, three dashboards).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# Exit codes of the command-line contract (DESIGN.md).
+# Exit codes of the command-line contract (docs/architecture.md).
 EXIT_OK = 0
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2

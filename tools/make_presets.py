@@ -260,6 +260,62 @@ P = {
             "source": "MiniMaxAI/MiniMax-M2 model card: 230B total, 10B active (vendor rounding)",
         },
     ),
+    "minimax-m2.5": (
+        "MiniMax-M2.5",
+        "minimax-m2",
+        "minimax-m2",
+        {"tool_call_parser": "minimax-m2", "reasoning_parser": "minimax-append-think"},
+        ["FP8"],
+        {
+            "total_params": 228.7e9,
+            "active_params": 10e9,
+            "source": "MiniMaxAI/MiniMax-M2.5: 228,703,644,928 params from the HF API (code-index id 4289690615)",
+        },
+    ),
+    "minimax-m2.7": (
+        "MiniMax-M2.7",
+        "minimax-m2",
+        "minimax-m2",
+        {"tool_call_parser": "minimax-m2", "reasoning_parser": "minimax-append-think"},
+        ["FP8"],
+        {"total_params": 230e9, "active_params": 10e9, "source": "MiniMaxAI/MiniMax-M2.7 (same architecture as M2.5)"},
+    ),
+    "glm-5": (
+        "GLM-5",
+        "glm-5",
+        "glm-5",
+        {"tool_call_parser": "glm47", "reasoning_parser": "glm45"},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {"total_params": 744e9, "active_params": 40e9, "source": "zai-org/GLM-5: 744B-A40B (slime glm5-744B-A40B.sh)"},
+    ),
+    "glm-5.1": (
+        "GLM-5.1",
+        "glm-5",
+        "glm-5",
+        {"tool_call_parser": "glm47", "reasoning_parser": "glm45"},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {"total_params": 744e9, "active_params": 40e9, "source": "zai-org/GLM-5.1 (same architecture as GLM-5)"},
+    ),
+    "glm-5.2": (
+        "GLM-5.2",
+        "glm-5",
+        "glm-5.2",
+        {"tool_call_parser": "glm47", "reasoning_parser": "glm45"},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {"total_params": 744e9, "active_params": 40e9, "source": "zai-org/GLM-5.2 (same architecture as GLM-5)"},
+    ),
+    "qwen3.5-397b-a17b": (
+        "Qwen3.5-397B-A17B",
+        "qwen3.5",
+        "qwen3.5-397b-a17b",
+        {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+        ["BF16", "AMXINT4", "AMXINT8"],
+        {
+            "total_params": 397e9,
+            "active_params": 17e9,
+            "source": "Qwen/Qwen3.5-397B-A17B model card: 397B total, 17B active",
+        },
+    ),
     "gpt-oss-120b": (
         "gpt-oss-120b",
         "gpt-oss",
@@ -314,6 +370,7 @@ ACTIVE_COUNTS = {
     "qwen3-next": "no_embedding_no_head",
     "glm": "no_embedding_no_head",
     "minimax": "no_embedding",
+    "qwen3.5": "all",
     "gpt-oss": "no_embedding",
     "mixtral": "all",
 }
@@ -326,6 +383,9 @@ ATTENTION_BACKEND = {
     "qwen3-next": "triton",
     "glm-4.5": "flashinfer",
     "minimax-m2": "flashinfer",
+    # DSA: only the nsa backend takes the indexer's top-k (ktwizard/runtime/rules.py renders its kernels)
+    "glm-5": "nsa",
+    "qwen3.5": "triton",
     "gpt-oss": "triton",
     "mixtral": "flashinfer",
 }
@@ -437,6 +497,13 @@ def main() -> None:
         nf = f.get("native_format") or {}
         published = dict(published)
         published["active_counts"] = next(v for k, v in ACTIVE_COUNTS.items() if pid.startswith(k))
+        if arch == "Qwen3_5MoeForConditionalGeneration":
+            # The decoder's keys sit under text_config (sglang/srt/configs/qwen3_5.py), as in the HF config.json
+            text_cfg = {k: v for k, v in cfg.items() if k not in ("architectures",)}
+            text_cfg["model_type"] = "qwen3_5_moe_text"
+            cfg = {"architectures": [arch], "model_type": "qwen3_5_moe", "text_config": text_cfg}
+            # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), on the GPU
+            cfg["estimated_bytes"] = {"vision": 902356992}
         if arch == "KimiK25ForConditionalGeneration":
             # MoonViT tower + projector, loaded on the GPU; not in the text config (reference §7: ~0.46B BF16 params)
             cfg["estimated_bytes"] = {"vision": 930668544}
@@ -465,6 +532,19 @@ def main() -> None:
             preset["unconfirmed"] = preset["unconfirmed"] + ["R1-0528 assumed identical to R1 (reference §7)"]
         if pid in ("glm-4.6", "glm-4.7"):
             preset["hf_repos"] = [r for r in preset["hf_repos"] if pid.upper()[4:] in r.upper()] or preset["hf_repos"]
+        if pid in OWN_IDS:
+            keep, ctx, note = OWN_IDS[pid]
+            preset["hf_repos"] = [r for r in preset["hf_repos"] if r in keep] or keep
+            if ctx:
+                preset["config"]["max_position_embeddings"] = ctx
+            preset["unconfirmed"] = preset["unconfirmed"] + ([note] if note else [])
+        if family == "qwen3.5":
+            preset["unconfirmed"] = preset["unconfirmed"] + [
+                "vision tower bytes estimated from its dims (deepstack mergers, if any, not counted)",
+                "parsers qwen3_coder / qwen3 as the Qwen3.5 model card's SGLang example (not re-read)",
+            ]
+        if family == "glm-5":
+            preset["unconfirmed"] = preset["unconfirmed"] + ["tool parser glm47 assumed (GLM-4.7's format)"]
         if family == "mixtral":
             preset["unconfirmed"].append(
                 "Mixtral under kt-kernel/SGLang: only the legacy ktransformers README (Aug 2024) claims support"
@@ -482,6 +562,16 @@ def write(pid: str, preset: dict) -> None:
     )
 
 
+# Checkpoints of one facts block that people download under their own name: (repos, context, note).
+OWN_IDS = {
+    "minimax-m2": (["MiniMaxAI/MiniMax-M2", "MiniMaxAI/MiniMax-M2.1"], 0, ""),
+    "minimax-m2.5": (["MiniMaxAI/MiniMax-M2.5"], 196608, ""),
+    "minimax-m2.7": (["MiniMaxAI/MiniMax-M2.7"], 204800, "M2.7 context 204800 from its config (NVFP4 copy: 196608)"),
+    "glm-5": (["zai-org/GLM-5"], 0, ""),
+    "glm-5.1": (["zai-org/GLM-5.1"], 0, "GLM-5.1 config assumed equal to GLM-5's apart from the weights"),
+    "glm-5.2": (["zai-org/GLM-5.2"], 0, ""),
+}
+
 # The vendors' official block-FP8 checkpoints of BF16 presets, which the KT tutorials serve with --kt-method FP8
 # (doc/en/kt-kernel/Qwen3-Coder-Next-Tutorial.md, experts-sched-Tutorial.md). Same architecture; the quantization
 # config is Qwen's and Z.ai's published one: e4m3, 128 x 128 weight blocks, dynamic activation scales.
@@ -496,6 +586,9 @@ FP8_VARIANTS = {
     "qwen3-coder-480b-a35b": ["Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8"],
     "glm-4.5": ["zai-org/GLM-4.5-FP8"],
     "glm-4.5-air": ["zai-org/GLM-4.5-Air-FP8"],
+    "glm-5": ["zai-org/GLM-5-FP8"],
+    "glm-5.1": ["zai-org/GLM-5.1-FP8"],
+    "glm-5.2": ["zai-org/GLM-5.2-FP8"],
 }
 
 

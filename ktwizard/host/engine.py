@@ -1,7 +1,8 @@
 """Docker engine: reachable or why not, version, runtimes (is `nvidia` there?), CDI GPU devices.
 
 The probe talks to the socket with the standard library's http.client rather than the docker SDK or httpx:
-both cost over 0.2 s to import, and `ktwizard probe` has 0.5 s in all (DESIGN.md budgets). Launching uses the SDK.
+both cost over 0.2 s to import, and `ktwizard probe` has 0.5 s in all (docs/architecture.md budgets).
+Launching uses the SDK.
 """
 
 from __future__ import annotations

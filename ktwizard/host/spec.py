@@ -1,4 +1,4 @@
-"""A host the user does not own yet, from the short hand-written spec in DESIGN.md, or a saved profile."""
+"""A host the user does not own yet, from the short hand-written spec in docs/architecture.md, or a saved profile."""
 
 from __future__ import annotations
 

@@ -35,6 +35,7 @@ class Arch:
     text_prefix: str  # "model." or "language_model.model." (Kimi K2.5+)
     qk_norm: bool = True
     estimated: tuple[tuple[str, int], ...] = ()  # bytes not described by the config (vision towers), named estimates
+    full_attention_at: tuple[int, ...] = ()  # hybrid models: the layers with softmax attention (the rest are linear)
 
 
 @dataclass(frozen=True)

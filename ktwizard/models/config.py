@@ -9,7 +9,7 @@ from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.families import family_for
+from ktwizard.models.families import family_for, is_full_attention
 from ktwizard.models.formats import BF16, WeightFormat
 
 # Sizes no real model has: a config with more is a typing error or hostile, and would allocate without bound.
@@ -80,6 +80,8 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**50 for v in estimated.values()
     ):
         raise BadInput(f"{where}: 'estimated_bytes' must be a mapping of names to byte counts")
+    attention = family.attention(c, layers)
+    hybrid = attention.kind == "hybrid_linear"
     return Arch(
         family=family.name,
         architecture=arch,
@@ -95,7 +97,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         moe_layers=moe.moe_layers,
         vocab=c.need("vocab_size"),
         tied=bool(text.get("tie_word_embeddings", False)),
-        attention=family.attention(c, layers),
+        attention=attention,
         max_context=c.count("max_position_embeddings"),
         expert_format=expert_fmt,
         other_format=other_fmt,
@@ -104,4 +106,5 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         text_prefix=prefix,
         qk_norm=bool(text.get("use_qk_norm", True)),
         estimated=tuple(sorted((str(k), int(v)) for k, v in estimated.items())),
+        full_attention_at=tuple(i for i in range(layers) if is_full_attention(text, i)) if hybrid else (),
     )

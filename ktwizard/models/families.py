@@ -82,9 +82,18 @@ def _mla_attention(cfg: ConfigReader, layers: int) -> Attention:
 
 
 def _qwen3_next_attention(cfg: ConfigReader, layers: int) -> Attention:
-    interval = cfg.count("full_attention_interval", 4) or 4
-    full = sum(1 for i in range(layers) if (i + 1) % interval == 0)
+    full = sum(1 for i in range(layers) if is_full_attention(cfg.data, i))
     return _gqa_attention(cfg, layers, "hybrid_linear", full)
+
+
+def is_full_attention(cfg: dict[str, Any], layer: int) -> bool:
+    """Qwen3-Next / Qwen3.5: config `layer_types` when given, else every `full_attention_interval`-th layer
+    (sglang/srt/configs/qwen3_5.py and qwen3_next.py derive layer_types the same way)."""
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and layer < len(types):
+        return types[layer] == "full_attention"
+    interval = cfg.get("full_attention_interval") or 4
+    return (layer + 1) % int(interval) == 0
 
 
 def _gpt_oss_attention(cfg: ConfigReader, layers: int) -> Attention:
@@ -153,6 +162,16 @@ def _every_layer_moe(score_bias: bool) -> Callable[[ConfigReader, int], MoeLayou
     return read
 
 
+def _qwen3_5_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Qwen3.5 ships as a vision-language model: the decoder's keys are under text_config and its tensors under
+    model.language_model. (sglang/srt/models/qwen3_5.py:91 matches `model(.language_model)?.layers.N`)."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        return cfg, "model."
+    quant = text.get("quantization_config", cfg.get("quantization_config"))
+    return {**text, "architectures": cfg.get("architectures"), "quantization_config": quant}, "model.language_model."
+
+
 def _kimi_vl_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
     text = cfg.get("text_config")
     if not isinstance(text, dict) or (cfg.get("architectures") or [""])[0] != "KimiK25ForConditionalGeneration":
@@ -178,10 +197,15 @@ def _gqa_tensors(
     return layer
 
 
-def _qwen3_next_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
-    if (i + 1) % 4 == 0 and a.attention.full_attention_layers:
-        return gqa(f"{p}.self_attn", a, bias=False, qk_norm="per_head", gate=True)
-    return linear_attention(f"{p}.linear_attn", a)
+def _hybrid_tensors(split_projections: bool) -> Callable[[str, Arch, int], Iterator[Tensor]]:
+    """Qwen3-Next (fused in_proj_qkvz / in_proj_ba) and Qwen3.5 (in_proj_qkv, _z, _b, _a: qwen3_5.py:270-305)."""
+
+    def layer(p: str, a: Arch, i: int) -> Iterator[Tensor]:
+        if i in a.full_attention_at:
+            return gqa(f"{p}.self_attn", a, bias=False, qk_norm="per_head", gate=True)
+        return linear_attention(f"{p}.linear_attn", a, split_projections)
+
+    return layer
 
 
 def _gate_experts_shared(p: str, a: Arch) -> Iterator[Tensor]:
@@ -219,7 +243,14 @@ def _gpt_oss_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
 FAMILIES: tuple[Family, ...] = (
     Family(
         "deepseek",
-        ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration"),
+        (
+            "DeepseekV2ForCausalLM",
+            "DeepseekV3ForCausalLM",
+            "DeepseekV32ForCausalLM",
+            "KimiK25ForConditionalGeneration",
+            # GLM-5 / 5.1 / 5.2: sglang/srt/models/glm4_moe.py:1297 subclasses DeepseekV2ForCausalLM (MLA + DSA indexer)
+            "GlmMoeDsaForCausalLM",
+        ),
         _deepseek_moe,
         _mla_attention,
         _mla_tensors,
@@ -239,8 +270,17 @@ FAMILIES: tuple[Family, ...] = (
         ("Qwen3NextForCausalLM",),
         lambda cfg, layers: _qwen3_moe(cfg, layers, "shared_expert_intermediate_size"),
         _qwen3_next_attention,
-        _qwen3_next_tensors,
+        _hybrid_tensors(split_projections=False),
         _qwen3_next_moe_tensors,
+    ),
+    Family(
+        "qwen3_5",
+        ("Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM"),
+        lambda cfg, layers: _qwen3_moe(cfg, layers, "shared_expert_intermediate_size"),
+        _qwen3_next_attention,
+        _hybrid_tensors(split_projections=True),
+        _qwen3_next_moe_tensors,
+        unwrap=_qwen3_5_unwrap,
     ),
     Family(
         "glm4_moe",

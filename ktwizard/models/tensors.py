@@ -112,11 +112,18 @@ def gqa(
         yield plain(f"{p}.sinks", (at.heads,))
 
 
-def linear_attention(p: str, a: Arch) -> Iterator[Tensor]:
+def linear_attention(p: str, a: Arch, split: bool = False) -> Iterator[Tensor]:
+    """Gated-DeltaNet: Qwen3-Next fuses qkvz and ba; Qwen3.5 stores in_proj_qkv, _z, _b, _a apart (same bytes)."""
     at, h = a.attention, a.hidden
     kh, kd, vh, vd = at.linear_key_heads, at.linear_key_head_dim, at.linear_value_heads, at.linear_value_head_dim
-    yield from linear(f"{p}.in_proj_qkvz", 2 * kh * kd + 2 * vh * vd, h, a.other_format)
-    yield from linear(f"{p}.in_proj_ba", 2 * vh, h, a.other_format)
+    if split:
+        yield from linear(f"{p}.in_proj_qkv", 2 * kh * kd + vh * vd, h, a.other_format)
+        yield from linear(f"{p}.in_proj_z", vh * vd, h, a.other_format)
+        yield from linear(f"{p}.in_proj_b", vh, h, a.other_format)
+        yield from linear(f"{p}.in_proj_a", vh, h, a.other_format)
+    else:
+        yield from linear(f"{p}.in_proj_qkvz", 2 * kh * kd + 2 * vh * vd, h, a.other_format)
+        yield from linear(f"{p}.in_proj_ba", 2 * vh, h, a.other_format)
     yield plain(f"{p}.conv1d.weight", (2 * kh * kd + vh * vd, 1, at.linear_conv_kernel))
     yield plain(f"{p}.A_log", (vh,))
     yield plain(f"{p}.dt_bias", (vh,))

@@ -15,7 +15,7 @@ from ktwizard.planner.types import Plan
 
 PREFIX = "ktwizard"
 MIN_INTERVAL_S = 1.0  # scrapes closer than this share one sample
-# name -> (type, help): the families the exporter exposes, documented in README from this table.
+# name -> (type, help): the families the exporter exposes, documented in docs/monitoring.md from this table.
 FAMILIES: dict[str, tuple[str, str]] = {
     "ktwizard_up": ("gauge", "1 when the server's /metrics answers, 0 when it does not"),
     "ktwizard_gpu_memory_used_bytes": ("gauge", "GPU memory in use (NVML), driver reserve excluded"),

@@ -132,7 +132,7 @@ def test_rendered_flags_are_checked_against_the_runtime_parser():
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_wheel_install_runs_from_any_folder(tmp_path):
     """`pip install .` (not editable) into a fresh venv carries presets/ and assets/ and runs from /; it carries the
-    bytecode too, even where PYTHONDONTWRITEBYTECODE is set (README: plan is not compiled on every run)."""
+    bytecode too, even where PYTHONDONTWRITEBYTECODE is set (docs/testing.md: plan is not compiled on every run)."""
     env_dir = tmp_path / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=True)
     py = env_dir / "bin" / "python"
