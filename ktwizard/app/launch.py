@@ -4,7 +4,9 @@ the record → peak check → keep its report. Whatever starts a server through 
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TextIO
 
@@ -42,7 +44,7 @@ def make_room(opts: LaunchOptions, out: TextIO = sys.stderr) -> None:
         return
     if not opts.yes:
         raise BadInput(
-            f"{opts.name} already runs {what}: ktwizard stop {opts.name} first, or pass --yes to replace it "
+            f"{opts.name} is already running {what}: ktwizard stop {opts.name} first, or pass --yes to replace it "
             "(or choose another --name)"
         )
     from ktwizard.deploy.stop import stop_deployment
@@ -74,6 +76,7 @@ def keep(name: str, kind: str, value: object, out: TextIO = sys.stderr) -> None:
         print(f"warning: could not keep the {kind} of {name} ({exc.strerror or exc})", file=out)
 
 
+@contextlib.contextmanager
 def launch(
     plan: Plan,
     opts: LaunchOptions,
@@ -81,17 +84,21 @@ def launch(
     out: TextIO = sys.stderr,
     peak_check: bool = True,
     peak_tokens: int | None = None,
-) -> Launched:
+) -> Iterator[Launched]:
+    """The server started, ready, its plan kept and its peak checked; the name stays claimed (deploy.namelock: two
+    launches of one name at once would leave two servers and one record) until the body ends."""
     from ktwizard.deploy.launch import follow_startup
+    from ktwizard.deploy.namelock import launch_lock
     from ktwizard.deploy.peak import run_peak_check
     from ktwizard.deploy.runners import start
 
-    make_room(opts, out)
-    proc = start(plan, opts, out=out)
-    deployment, _ = follow_startup(proc, plan, opts, out=out)
-    keep(deployment.name, "plan", plan, out)
-    peak = run_peak_check(plan, proc, deployment, opts, tokens=peak_tokens, out=out) if peak_check else None
-    if peak is not None:
-        keep(deployment.name, "peak", peak, out)
-    served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))
-    return Launched(deployment, proc, served, peak)
+    make_room(opts, out)  # before the lock: --yes stops the running one, which the lock would refuse
+    with launch_lock(opts.name):
+        proc = start(plan, opts, out=out)
+        deployment, _ = follow_startup(proc, plan, opts, out=out)
+        keep(deployment.name, "plan", plan, out)
+        peak = run_peak_check(plan, proc, deployment, opts, tokens=peak_tokens, out=out) if peak_check else None
+        if peak is not None:
+            keep(deployment.name, "peak", peak, out)
+        served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))
+        yield Launched(deployment, proc, served, peak)

@@ -67,18 +67,19 @@ def cmd_launch(args: argparse.Namespace) -> int:
         )
     from ktwizard.app.launch import launch
 
-    done = launch(plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens)
-    deployment = done.deployment
-    print(
-        f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
-        f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
-        file=sys.stderr,
-    )
-    from ktwizard.render.clients import clients_text
+    # the name stays claimed while this command runs (attached: the server's life)
+    with launch(plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens) as done:
+        deployment = done.deployment
+        print(
+            f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
+            f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
+            file=sys.stderr,
+        )
+        from ktwizard.render.clients import clients_text
 
-    print(clients_text(done.plan), file=sys.stderr)  # where it really listens
-    if not opts.detach:
-        stay_attached(done.proc, deployment)
+        print(clients_text(done.plan), file=sys.stderr)  # where it really listens
+        if not opts.detach:
+            stay_attached(done.proc, deployment)
     return 0
 
 

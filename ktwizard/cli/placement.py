@@ -12,8 +12,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ktwizard.cli.guard import emit
     from ktwizard.cli.options import planned
     from ktwizard.models.routing import read_counts
-    from ktwizard.planner.forecast import decode_point
-    from ktwizard.planner.forecast_plan import setup_from_plan
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import decode_point
     from ktwizard.planner.placement import placement_report
     from ktwizard.serial import dump_json
 

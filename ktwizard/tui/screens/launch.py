@@ -332,8 +332,8 @@ class LaunchScreen(Step):
         self_app = self.app
         try:
             out = cast(TextIO, Lines())
-            done = launch(plan, opts, out=out)  # the CLI's launch: the plan and peak report kept beside the record
-            deployment = done.deployment
+            with launch(plan, opts, out=out) as done:  # the CLI's launch: plan and peak report kept by the record
+                deployment = done.deployment
             from ktwizard.render.clients import clients_text
 
             out.write(f"{deployment.name} ready at {deployment.url}; Esc in the monitor comes back to this summary\n")
