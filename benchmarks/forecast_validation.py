@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/forecast_validation.py          # LOSO validation with the shipped terms' starting point
-    python benchmarks/forecast_validation.py --fit    # also print the all-data fit to paste into forecast_terms.py
+    python benchmarks/forecast_validation.py --fit    # also print the all-data fit for planner/forecast/terms.py
 
 Evidence: benchmarks/forecast/points.csv (one row per published figure, with its source) and the hosts it names in
 benchmarks/forecast/hosts/. For each source, the terms are fitted (least squares on log error) to every other
@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 
 from ktwizard.host.spec import load_host  # noqa: E402
 from ktwizard.models.presets import get_preset  # noqa: E402
-from ktwizard.planner.forecast import Setup, decode_step, prefill_time, setup_for  # noqa: E402
-from ktwizard.planner.forecast_terms import TERMS, Terms  # noqa: E402
+from ktwizard.planner.forecast.model import Setup, decode_step, prefill_time, setup_for  # noqa: E402
+from ktwizard.planner.forecast.terms import TERMS, Terms  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "forecast"
 OUT = ROOT / "benchmarks" / "results"

@@ -12,8 +12,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ktwizard.cli.guard import emit
     from ktwizard.cli.options import planned
     from ktwizard.models.routing import read_counts
-    from ktwizard.planner.forecast import decode_point
-    from ktwizard.planner.forecast_plan import setup_from_plan
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import decode_point
     from ktwizard.planner.placement import placement_report
     from ktwizard.serial import dump_json
 
@@ -31,7 +31,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         emit(dump_json({"report": report, "decode_tok_s_per_stream": decode, "context": ctx, "concurrency": c}), None)
         return 0
     out = [
-        f"{model.spec.name or model.spec.id}: {counts.steps} recorded step(s), {report.calls:,.0f} routed calls; "
+        f"{model.spec.name or model.spec.id}: {counts.steps} recorded forward pass(es), {report.calls:,.0f} routed "
+        "calls (summed over the TP ranks that recorded them); "
         f"{made.gpu_experts} GPU experts per MoE layer ({report.gpu_experts_total} in all)",
         "",
         f"{'layer':>5}  {'uniform':>8}  {'frequency':>9}  {'GPU experts':>11}  {'skew':>5}",

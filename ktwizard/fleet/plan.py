@@ -190,9 +190,9 @@ def _decode(p: Plan) -> float:
 
 def _throughput(host: HostProfile, spec: ModelSpec, p: Plan, streams: int) -> float:
     """Summed decode tok/s of `streams` concurrent requests on this replica at the plan's context (the forecast's
-    step model, planner/forecast.py: CPU bandwidth and compute saturate as streams grow)."""
-    from ktwizard.planner.forecast import decode_point
-    from ktwizard.planner.forecast_plan import setup_from_plan
+    step model, planner/forecast/model.py: CPU bandwidth and compute saturate as streams grow)."""
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import decode_point
 
     ctx = p.forecast.context_tokens if p.forecast else 0
     factor = p.forecast.factor if p.forecast else 1.0
@@ -326,8 +326,8 @@ def gpu_only(
     host: HostProfile, ref: str, machines: int, spec: ModelSpec, goals: Goals, make: PlanFn
 ) -> MultiNode | None:
     """The fewest nodes of this class whose GPUs hold the whole model and its KV (SGLang's multi-node TP)."""
-    from ktwizard.planner.forecast import decode_point
-    from ktwizard.planner.forecast_plan import setup_from_plan
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import decode_point
 
     gpus = list(host.visible_gpus)
     if not gpus:

@@ -85,7 +85,7 @@ class DockerRouter:
         except docker.errors.ImageNotFound:
             raise KtwizardError(
                 f"router image {image} is not on this machine: build one with sglang-router installed "
-                "(ktwizard image render --router) or use --router native"
+                "(a Python image plus `pip install sglang-router`) or use --router native"
             ) from None
         from ktwizard.deploy.docker_proc import check_name
 

@@ -26,7 +26,7 @@ class RoutingCounts:
     """Routed-token counts per layer and expert, summed over the dump's buffered steps (as kt_ep_wrapper.py:4658)."""
 
     counts: tuple[tuple[float, ...], ...]  # [layers][experts]
-    steps: int  # the buffer dimension summed over
+    steps: int  # forward passes recorded: the buffer's rows that routed anything
 
     @property
     def layers(self) -> int:
@@ -168,4 +168,11 @@ def _sum_steps(t: _Tensor, where: str) -> RoutingCounts:
     )
     if any(v < 0 for row in counts for v in row):
         raise BadInput(f"{where}: negative routing counts")
-    return RoutingCounts(counts, steps)
+    # The recorder dumps its whole circular buffer, unfilled rows as zeros (expert_distribution.py:1036-1049): the
+    # passes recorded are the rows that routed anything
+    recorded = sum(
+        1
+        for b in range(steps)
+        if any(values[t.offset + b * s0 + layer * s1 + e * s2] for layer in range(layers) for e in range(experts))
+    )
+    return RoutingCounts(counts, recorded)

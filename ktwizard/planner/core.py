@@ -242,7 +242,7 @@ def plan(
     )
     if trial:
         return result
-    from ktwizard.planner.forecast import forecast, setup_for
+    from ktwizard.planner.forecast.model import forecast, setup_for
 
     threshold = layerwise_threshold(choice.method, spec) if sizing.layerwise else None
     hit = None

@@ -336,7 +336,8 @@ def build_env(
         EnvVar(
             "OMP_NUM_THREADS",
             str(threads.reserve),
-            "the GPU process's OpenMP threads use the cores kt-kernel leaves free",
+            "OpenMP in the GPU process uses the cores kt-kernel's worker pools leave free: torch's and kt-kernel's own "
+            "(its extension links a libgomp of its own and sizes its parallel regions by omp_get_max_threads)",
         ),
         EnvVar(
             runtime_env.ALLOC_CONF,
@@ -355,12 +356,8 @@ def build_env(
                 "CPU would select",
             )
         )
-    if _blackwell(gpus):
-        env.append(
-            EnvVar(
-                "SGLANG_ENABLE_JIT_DEEPGEMM", "0", "DeepGEMM's JIT is unstable on SM120 with the pinned stack (recipe)"
-            )
-        )
+    # SGLANG_ENABLE_JIT_DEEPGEMM=0 (the recipe's) is not rendered: 0.7.2 enables DeepGEMM only on SM 9.0, 10.0 and
+    # 10.3 (layers/deep_gemm_wrapper/configurer.py:17-24), so on the recipe's SM 12.0 it is already off
     env.append(
         EnvVar(
             rules.HEALTH_GENERATION_ENV,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ktwizard import __version__
 from ktwizard.notice import Notice
-from ktwizard.planner.forecast import Forecast
+from ktwizard.planner.forecast.model import Forecast
 from ktwizard.planner.memory.budget import BudgetItem, GpuBudget, HostBudget
 from ktwizard.planner.memory.layers import LayerPlacement
 

@@ -21,8 +21,8 @@ Replan = Callable[[Goals], Plan]
 
 
 def _decode(host: HostProfile, spec: ModelSpec, p: Plan, context: int) -> float:
-    from ktwizard.planner.forecast import decode_point
-    from ktwizard.planner.forecast_plan import setup_from_plan
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import decode_point
 
     return decode_point(setup_from_plan(host, spec, p), context, 1).tok_s_per_stream
 

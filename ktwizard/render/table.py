@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import textwrap
 
-from ktwizard.planner.forecast import Forecast
+from ktwizard.planner.forecast.model import Forecast
 from ktwizard.planner.types import BudgetItem, GpuBudget, Plan
 from ktwizard.render.args import args_text
 from ktwizard.units import human

@@ -18,6 +18,8 @@ IGNORED = {
     "PYTORCH_ALLOC_CONF": f"torch {SGLANG_KT_TORCH_PIN} (pinned by sglang-kt 0.7.2) ignores it for CUDA "
     f"(pytorch/pytorch#183387); the plan sets {ALLOC_CONF} instead",
     "SAFETENSORS_FAST_GPU": "read nowhere in sglang-kt 0.7.2 or kt-kernel 0.7.2; not rendered",
+    "SGLANG_ENABLE_JIT_DEEPGEMM": "0.7.2 runs DeepGEMM only on SM 9.0, 10.0 and 10.3 "
+    "(layers/deep_gemm_wrapper/configurer.py:17-24): on SM 12.0 it is already off; not rendered",
 }
 
 

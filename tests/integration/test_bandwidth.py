@@ -16,8 +16,8 @@ from ktwizard.host.bandwidth import last_level_cache, measure_node
 from ktwizard.host.profile import NodeBandwidth, NumaNode
 from ktwizard.host.spec import load_host
 from ktwizard.models.presets import get_preset
-from ktwizard.planner.forecast import cpu_bandwidth, decode_step, rests_on, setup_for
-from ktwizard.planner.forecast_terms import TERMS
+from ktwizard.planner.forecast.model import cpu_bandwidth, decode_step, rests_on, setup_for
+from ktwizard.planner.forecast.terms import TERMS
 from ktwizard.serial import dump_json
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,8 +21,8 @@ from ktwizard.host.spec import host_from_spec, load_host
 from ktwizard.models.presets import get_preset, recipe_for
 from ktwizard.planner.calibration import Calibration, host_key
 from ktwizard.planner.core import plan
-from ktwizard.planner.forecast import decode_step, prefill_chunk, setup_for
-from ktwizard.planner.forecast_terms import TERMS
+from ktwizard.planner.forecast.model import decode_step, prefill_chunk, setup_for
+from ktwizard.planner.forecast.terms import TERMS
 from ktwizard.planner.types import Goals
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -43,7 +43,7 @@ def test_the_image_applies_the_patch_as_a_verified_step(tmp_path):
     assert out.returncode == 0, out.stderr
     dockerfile = (tmp_path / "ctx" / "Dockerfile").read_text()
     assert "|| true" not in dockerfile.split("RAWINT4 layerwise-prefill restoration")[1].split("LABEL")[0]
-    assert "RUN python /opt/ktwizard-patches/rawint4_requires_grad.py" in dockerfile
+    assert "RUN python3 /opt/ktwizard-patches/rawint4_requires_grad.py" in dockerfile
     script = tmp_path / "ctx" / "patches" / "rawint4_requires_grad.py"
     target = tmp_path / "kt_ep_wrapper.py"
     target.write_text(STOCK)

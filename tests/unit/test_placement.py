@@ -149,3 +149,17 @@ def test_kept_dumps_say_their_storage_is_on_the_cpu(tmp_path):
     assert locations(raw) == {"cuda:0"}
     assert locations(kept) == {"cpu"}
     assert counts_from_bytes(kept, "kept") == counts_from_bytes(raw, "raw")
+
+
+def test_recorded_passes_are_the_buffer_rows_that_routed_anything(tmp_path):
+    """The recorder dumps its whole circular buffer (expert_distribution.py:1036-1049): 1000 rows of which only the
+    passes it saw are filled; the dump says 2 passes, not 1000."""
+    from ktwizard.models.routing import read_counts
+
+    rows = [[[0, 0, 0], [0, 0, 0]] for _ in range(1000)]
+    rows[0] = [[1, 2, 3], [4, 5, 6]]
+    rows[7] = [[0, 0, 1], [0, 0, 0]]
+    path = tmp_path / "window.pt"
+    save_counts(rows, path)
+    counts = read_counts(path)
+    assert counts.steps == 2 and counts.counts[0] == (1.0, 2.0, 4.0)

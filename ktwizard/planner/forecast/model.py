@@ -1,5 +1,5 @@
 """Throughput before launch: decode per stream and in total, and prefill (time to first token), at the plan's own
-context and concurrency. Each step's time is a sum of stated terms (planner/forecast_terms.py says what each rests
+context and concurrency. Each step's time is a sum of stated terms (planner/forecast/terms.py says what each rests
 on): the CPU-resident experts read at the host's memory bandwidth (a second socket worth less than a first), or
 computed at its peak when batches grow; the GPU's weights and KV read at its bandwidth; a fixed cost per MoE layer
 and step; all-reduces under tensor parallelism. Prefill runs in chunks: below the layerwise threshold the CPU
@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 
 from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner.forecast_terms import CORE_BW, TERMS, Terms
-from ktwizard.planner.memory import items as M
-from ktwizard.planner.speeds import (
+from ktwizard.planner.forecast.speeds import (
     GpuSpeed,
     cpu_clock,
     cpu_flops_per_cycle,
@@ -21,6 +19,8 @@ from ktwizard.planner.speeds import (
     platform_memory,
     socket_bandwidth,
 )
+from ktwizard.planner.forecast.terms import CORE_BW, TERMS, Terms
+from ktwizard.planner.memory import items as M
 
 DECODE_CONTEXTS = (0, 2048, 8192, 32768, 131072)
 PREFILL_PROMPTS = (1024, 2048, 8192, 32768)

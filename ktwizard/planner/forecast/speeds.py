@@ -1,6 +1,6 @@
 """What the hardware can move and compute, from vendors' data sheets: GPU memory bandwidth and dense tensor
 throughput, PCIe links, and host memory (channels x transfer rate x 8 bytes) per platform. The forecast multiplies
-these by efficiencies fitted to published runs (planner/forecast_terms.py); nothing here is fitted."""
+these by efficiencies fitted to published runs (planner/forecast/terms.py); nothing here is fitted."""
 
 from __future__ import annotations
 
