@@ -157,6 +157,5 @@ def test_the_lock_is_released_when_the_launch_ends(tmp_path, monkeypatch):
         pass
     with launch_lock("srv"):  # a second holder after the first: no error
         pass
-    with pytest.raises(Exception, match="being launched"), launch_lock("a"):
-        with launch_lock("a"):  # the same process, a second open file: flock refuses it as well
-            pass
+    with pytest.raises(Exception, match="being launched"), launch_lock("a"), launch_lock("a"):
+        pass  # the same process, a second open file: flock refuses it as well
