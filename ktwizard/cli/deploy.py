@@ -65,26 +65,29 @@ def cmd_launch(args: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
-    proc = start(plan, opts)
-    deployment, _ = follow_startup(proc, plan, opts)
-    _keep(deployment.name, "plan", plan)
-    if not args.no_peak_check:
-        from ktwizard.deploy.peak import run_peak_check
+    from ktwizard.deploy.namelock import launch_lock
 
-        _keep(deployment.name, "peak", run_peak_check(plan, proc, deployment, opts, tokens=args.peak_check_tokens))
-    print(
-        f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
-        f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
-        file=sys.stderr,
-    )
-    from dataclasses import replace
+    with launch_lock(opts.name):  # one launch per name: two at once would leave two servers and one record
+        proc = start(plan, opts)
+        deployment, _ = follow_startup(proc, plan, opts)
+        _keep(deployment.name, "plan", plan)
+        if not args.no_peak_check:
+            from ktwizard.deploy.peak import run_peak_check
 
-    from ktwizard.render.clients import clients_text
+            _keep(deployment.name, "peak", run_peak_check(plan, proc, deployment, opts, tokens=args.peak_check_tokens))
+        print(
+            f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
+            f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
+            file=sys.stderr,
+        )
+        from dataclasses import replace
 
-    served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))  # where it really listens
-    print(clients_text(served), file=sys.stderr)
-    if not opts.detach:
-        stay_attached(proc, deployment)
+        from ktwizard.render.clients import clients_text
+
+        served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))  # where it really listens
+        print(clients_text(served), file=sys.stderr)
+        if not opts.detach:
+            stay_attached(proc, deployment)
     return 0
 
 
