@@ -30,3 +30,18 @@ def redact(text: str) -> str:
 
 def shown(text: str, newlines: bool = True) -> str:
     return printable(redact(text), newlines)
+
+
+_SCHEME = re.compile(r"(?i)^\s*[a-z][a-z0-9+.-]*://")
+
+
+def url_shown(text: str, limit: int = 200) -> str:
+    """A URL someone typed, safe to echo in an error even when it is malformed: everything before its last '@' is
+    taken for credentials (a password may hold '@', '/', spaces, or have no scheme before it), then it is cut."""
+    scheme = _SCHEME.match(text)
+    head = scheme.group(0).strip() if scheme else ""
+    rest = text[len(scheme.group(0)) :] if scheme else text
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    out = printable(head + rest, newlines=False)
+    return out if len(out) <= limit else out[:limit] + "..."

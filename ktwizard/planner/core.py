@@ -21,7 +21,7 @@ from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, lay
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
-from ktwizard.runtime import rules
+from ktwizard.runtime import kernels, rules
 from ktwizard.runtime.catalog import check_flags
 from ktwizard.units import human
 
@@ -192,6 +192,8 @@ def plan(
     ]
     if problem := rules.loader_problem(spec, choice.method):
         overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
+    if problem := kernels.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
+        overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
     host_budgets = host_budget.host_budgets(host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise)

@@ -228,14 +228,13 @@ def test_smbios_records_give_speed_and_channels(tmp_path):
 
 def test_bench_rows_calibrate_the_saved_plans_host_and_model(tmp_path, monkeypatch):
     from ktwizard.bench.calibration_store import calibrate, stored
-    from ktwizard.serial import to_data
 
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     host = load_host("rtx-pro-6000-epyc-9355")
     p = get_preset("kimi-k2.7-code")
     made = plan(host, p.spec(), Goals(context=32768, concurrency=2), p.sglang, recipe_for(p.id))
     assert made.forecast
-    saved = to_data(made)
+    saved = made  # typed, as app.target reads it back
     at = {(d.context_tokens, d.concurrency): d.tok_s_total for d in made.forecast.decode}
     # measured at 90 % and 80 % of the forecast: the geometric mean is sqrt(0.72)
     cal = calibrate(saved, [(0, 1, 0.9 * at[(0, 1)]), (8192, 2, 0.8 * at[(8192, 2)]), (0, 7, 1.0)])
@@ -243,4 +242,4 @@ def test_bench_rows_calibrate_the_saved_plans_host_and_model(tmp_path, monkeypat
     assert stored(host, p.id) == cal
     other = replace(host, cpu=replace(host.cpu, cores_per_socket=64))
     assert stored(other, p.id) is None and stored(host, "minimax-m2") is None
-    assert calibrate(saved, [(0, 1, float("nan"))]) is None and calibrate({"forecast": 3}, []) is None
+    assert calibrate(saved, [(0, 1, float("nan"))]) is None and calibrate(replace(made, forecast=None), []) is None
