@@ -15,28 +15,21 @@ def _model(url: str, headers: dict[str, str]) -> str:
     return served_model(url, headers)
 
 
-def _where(args: argparse.Namespace) -> tuple[str, str | None, str | None]:
-    """(URL, the deployment's name or None, its API key file) from NAME|URL or --url."""
-    from ktwizard.cli.chat import target_of
+def _where(args: argparse.Namespace):
+    """The server from NAME|URL or --url (app.target: one answer for every command)."""
+    from ktwizard.app.target import Target, resolve
 
     if args.target and args.url:
         raise BadInput("give the server once: NAME|URL or --url, not both")
     if not args.target and not args.url:
         raise BadInput("name the server: ktwizard bench NAME (ktwizard ps lists them) or ktwizard bench URL")
-    if args.url:
-        return args.url.rstrip("/"), None, None
-    url, key = target_of(args.target)
-    return url, None if "://" in args.target else args.target, key
+    return Target(url=args.url.rstrip("/")) if args.url else resolve(args.target)
 
 
-def _calibrate(name: str, report) -> None:
+def _calibrate(kept, report) -> None:
     """Keep measured / forecast for this deployment's host and model: later plans for them are corrected by it."""
     from ktwizard.bench.calibration_store import calibrate
-    from ktwizard.deploy import records
 
-    kept = records.load_extra(name, "plan")
-    if not isinstance(kept, dict):
-        return
     cal = calibrate(kept, [(row.context, row.concurrency, row.rate) for row in report.decode])
     if cal is not None:
         print(
@@ -53,7 +46,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ktwizard.inputs import parse_token_list
     from ktwizard.serial import dump_json
 
-    url, name, kept_key = _where(args)
+    target = _where(args)
+    url = target.url
     published = {}
     if args.compare:
         from ktwizard.models.presets import all_recipes, recipe_for
@@ -78,7 +72,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     from ktwizard.apikey import auth_headers
 
-    headers = auth_headers(args.api_key_file or kept_key)
+    headers = auth_headers(args.api_key_file or target.key_file)
     model = args.model or _model(url, headers)  # after the arguments are known to be good
     import httpx
 
@@ -101,8 +95,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise KtwizardError(f"the server stopped answering during the benchmark ({why})") from None
     render = {"md": markdown, "json": dump_json, "csv": csv_text}[args.format]
     sys.stdout.write(render(report))
-    if name and report.decode:
-        _calibrate(name, report)
+    if target.plan is not None and report.decode:
+        _calibrate(target.plan, report)
     if not report.complete:  # partial results are printed, and the exit code says so
         print(
             f"ktwizard: partial results: {'interrupted' if interrupted else '--max-seconds reached'}", file=sys.stderr

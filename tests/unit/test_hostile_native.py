@@ -157,6 +157,22 @@ def test_the_lock_is_released_when_the_launch_ends(tmp_path, monkeypatch):
         pass
     with launch_lock("srv"):  # a second holder after the first: no error
         pass
-    with pytest.raises(Exception, match="being launched"), launch_lock("a"):
-        with launch_lock("a"):  # the same process, a second open file: flock refuses it as well
-            pass
+    with pytest.raises(Exception, match="being launched"), launch_lock("a"), launch_lock("a"):
+        pass  # the same process, a second open file: flock refuses it as well
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:s3cr3t pw@h:1",  # whitespace in the password
+        "user:s3cr3t@h:1",  # no scheme
+        "http://user:s3cr3t@[::1:9",  # an unclosed IPv6 bracket
+        "http://user:s3cr3t@h:abc",  # a port that is not a number
+        "http://user:s3cr3t" + "x" * 300 + " @h:1",  # a password longer than what the error line shows
+        "http://user:s3cr3t@@h:1/ x",
+    ],
+)
+def test_a_malformed_url_never_echoes_its_password(tmp_path, url):
+    out = _cli(tmp_path, "monitor", "--url", url, "--once", "--no-gpu", timeout=30)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "s3cr3t" not in out.stderr + out.stdout, out.stderr

@@ -64,7 +64,9 @@ class Sizing:
         t_min = min(g.memory_total for g in gpus)
         chunk, graph_bs = M.sglang_defaults(t_min, self.tp)
         self.chunk_default = chunk
-        if layerwise and t_min >= 80 * 2**30:
+        if goals.chunked_prefill:
+            chunk = goals.chunked_prefill  # the user's choice: the ledger below budgets its activations at it
+        elif layerwise and t_min >= 80 * 2**30:
             chunk = max(chunk, 16384)  # the recipe's tested value on a 96 GB card: long prefills in fewer chunks
         self.chunk = max(512, min(chunk, self.tokens))
         self.graph_bs = max(1, min(graph_bs, goals.concurrency))
