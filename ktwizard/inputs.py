@@ -239,6 +239,9 @@ def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
         gpus=parse_gpus(text("gpus") or None),
         kv_dtype=text("kv_dtype") or "auto",
         method=text("method").upper() or None,
+        chunked_prefill=parse_count(text("chunked_prefill"), "prefill chunk", 512, 1 << 20)
+        if text("chunked_prefill")
+        else None,
     )
 
 
@@ -272,6 +275,7 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         placement=given("placement", base.placement),
         expert_stats=given("expert_stats", base.expert_stats),
         record_routing=given("record_routing", base.record_routing),
+        chunked_prefill=given("chunked_prefill_size", base.chunked_prefill),
     )
 
 
