@@ -22,6 +22,10 @@ class Deployment:
     pid: int | None = None
     log_path: str | None = None
     pid_start: int | None = None  # the process's start time (procid.start_ticks): a reused PID is not ours
+    # what it really runs, which a launch may set apart from the plan: a bench calibrates only plans of that image,
+    # and never from a server given no GPUs (a stand-in measures nothing about the host's GPUs)
+    image: str = ""  # the container's image ("" for a native server: the plan's)
+    no_gpus: bool = False  # launched with --gpus none
 
 
 def state_dir() -> Path:
