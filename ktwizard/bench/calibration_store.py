@@ -72,9 +72,7 @@ def find(ident: str) -> list[tuple[Path, Calibration]]:
             for c in (read(p),)]  # fmt: skip
 
 
-def calibrate(
-    plan: Plan, decode: list[tuple[int, int, float]], deployment: str, image: str = ""
-) -> Calibration | None:
+def calibrate(plan: Plan, decode: list[tuple[int, int, float]], deployment: str, image: str = "") -> Calibration | None:
     """Compare measured aggregate decode (context, concurrency, tok/s) with the saved plan's forecast (uncalibrated)
     at the nearest grid point, and keep the factor under the plan's key (with the image the server really ran)."""
     f = plan.forecast

@@ -17,8 +17,9 @@ class StreamResult:
     ttft: float  # seconds from sending to the first generated token
     token_times: tuple[float, ...]  # monotonic arrival time of every generated token chunk
     started: float
-    # usage.prompt_tokens_details.cached_tokens: what the radix cache served. None: the server did not say (sglang
-    # reports it only with --enable-cache-report, usage_processor.py:31-37; a null field means none was cached)
+    # usage.prompt_tokens_details.cached_tokens: what the radix cache served. None: the server did not say. sglang
+    # fills it only with --enable-cache-report and only when something was cached (usage_processor.py:13-16,31-37);
+    # otherwise the field is null, so null means "not said", not zero
     cached_tokens: int | None = None
 
 
@@ -28,11 +29,7 @@ def _count(value: object) -> int | None:
 
 
 def _cached(usage: dict) -> int | None:
-    if "prompt_tokens_details" not in usage:
-        return None
-    details = usage["prompt_tokens_details"]
-    if details is None:  # pydantic's null: the server reports cache hits and had none
-        return 0
+    details = usage.get("prompt_tokens_details")
     return _count(details.get("cached_tokens")) if isinstance(details, dict) else None
 
 

@@ -41,9 +41,7 @@ def plan_steps(sweep: Sweep) -> tuple[list[Step], list[str]]:
             skipped.append(f"decode after {ctx:,}")
             continue
         steps += [Step("decode", ctx, c, sweep.repeats, sweep.decode_tokens) for c in sweep.concurrency]
-    notes = (
-        [f"skipped, over the server's context length of {limit:,} tokens: {', '.join(skipped)}"] if skipped else []
-    )
+    notes = [f"skipped, over the server's context length of {limit:,} tokens: {', '.join(skipped)}"] if skipped else []
     return steps, notes
 
 
@@ -91,10 +89,16 @@ def _observe(progress, r: StreamResult) -> None:
 
 
 async def run(
-    url: str, model: str, sweep: Sweep, progress=print, keep: list | None = None, headers: dict | None = None
+    url: str,
+    model: str,
+    sweep: Sweep,
+    progress=print,
+    keep: list | None = None,
+    headers: dict | None = None,
+    prompts: Prompts | None = None,
 ) -> BenchReport:
     """`keep` receives the report so far after every row, so Ctrl-C (which asyncio turns into KeyboardInterrupt
-    after cancelling this task) still leaves what was measured."""
+    after cancelling this task) still leaves what was measured. `prompts`: where prompts come from (a new run's)."""
     import httpx
 
     from ktwizard.urlauth import headers_for
@@ -110,7 +114,7 @@ async def run(
     deadline = time.monotonic() + sweep.max_seconds
     prefill: list[PrefillRow] = []
     decode: list[DecodeRow] = []
-    prompts = Prompts()
+    prompts = prompts or Prompts()
     try:
         # every read has a timeout, and the whole sweep a deadline: a server that never answers cannot hold it
         async with (
@@ -120,7 +124,9 @@ async def run(
             if sweep.flush:
                 notes.append(await flush_cache(http, url))
             sizing = await size_prompts(http, url, model, prompts, progress)
-            notes.insert(0, f"prompts sized on the server: {sizing.overhead:.0f} + {sizing.per_word:.3f} tokens per word")
+            notes.insert(
+                0, f"prompts sized on the server: {sizing.overhead:.0f} + {sizing.per_word:.3f} tokens per word"
+            )
             notes.append(f"every prompt opens with its own tag (run {prompts.run_id}): no two share a prefix")
             report = replace(report, notes=tuple(notes))
             for step in steps:
@@ -166,9 +172,9 @@ async def run(
         return replace(report, prefill=tuple(prefill), decode=tuple(decode), complete=False)
     if reported and not any(reported):
         notes.append(
-            "the server does not report cached tokens (sglang reports them with --enable-cache-report); prompts are "
-            "unique, so none should be"
+            "no request reported cached tokens (sglang reports them only with --enable-cache-report and a hit, "
+            "usage_processor.py:31-37); prompts are unique, so none should be cached"
         )
-    elif any(any(p.cached) for p in prefill):
+    if any(any(p.cached) for p in prefill):
         notes.append("runs the prefix cache served are left out of prefill speeds (marked)")
     return replace(report, prefill=tuple(prefill), decode=tuple(decode), notes=tuple(notes))

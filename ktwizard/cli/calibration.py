@@ -26,7 +26,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not cals:
         print(f"no calibrations (kept in {folder()}; ktwizard bench NAME makes one)", file=sys.stderr)
         return 0
-    print(f"{'ID':<13} {'DECODE':>7}  {'DATE':<10}  {'BENCH OF':<20}  MODEL / METHOD / GPU EXPERTS / PLACEMENT / TP / IMAGE")
+    head = "MODEL / METHOD / GPU EXPERTS / PLACEMENT / TP / IMAGE"
+    print(f"{'ID':<13} {'DECODE':>7}  {'DATE':<10}  {'BENCH OF':<20}  {head}")
     for c in cals:
         k = c.key
         print(

@@ -90,7 +90,12 @@ def factor_for(key: CalibrationKey, calibrations: tuple[Calibration, ...]) -> Ca
 def check(cal: Calibration, where: str) -> Calibration:
     """A calibration read from disk, refused in one line unless its factor is a finite ratio within the band."""
     f = cal.decode
-    if isinstance(f, bool) or not isinstance(f, int | float) or not math.isfinite(f) or not MIN_FACTOR <= f <= MAX_FACTOR:
+    if (
+        isinstance(f, bool)
+        or not isinstance(f, int | float)
+        or not math.isfinite(f)
+        or not MIN_FACTOR <= f <= MAX_FACTOR
+    ):
         raise BadInput(
             f"{where}: decode factor {f!r} is not a finite ratio between {MIN_FACTOR} and {MAX_FACTOR}; "
             f"ktwizard calibration reset {cal.key.id} removes it"

@@ -316,8 +316,7 @@ class Engine:
         with self.lock:
             if self.running:
                 log(
-                    f"Cache not flushed because there are pending requests. #queue-req: 0, #running-req: "
-                    f"{self.running}"
+                    f"Cache not flushed because there are pending requests. #queue-req: 0, #running-req: {self.running}"
                 )
                 return False
             self.seen = []
