@@ -552,7 +552,10 @@ def main() -> None:
         write(pid, preset)
         if pid in FP8_VARIANTS:
             write(f"{pid}-fp8", fp8_variant(preset, FP8_VARIANTS[pid]))
-    print(f"wrote {len(P) + len(FP8_VARIANTS)} presets to {OUT}", file=sys.stderr)
+        for suffix, label, repos, quant, methods, note in QUANT_VARIANTS.get(pid, ()):
+            write(f"{pid}-{suffix}", quant_variant(preset, suffix, label, repos, quant, methods, note))
+    n = len(P) + len(FP8_VARIANTS) + sum(map(len, QUANT_VARIANTS.values()))
+    print(f"wrote {n} presets to {OUT}", file=sys.stderr)
 
 
 def write(pid: str, preset: dict) -> None:
@@ -605,6 +608,46 @@ def fp8_variant(preset: dict, repos: list[str]) -> dict:
         "modules_to_not_convert of the FP8 checkpoint not recorded: router gates, norms, embeddings and lm_head are "
         "counted in BF16, every other linear in FP8 with 128 x 128 scales"
     ]
+    return v
+
+
+# Third-party and vendor re-quantizations people download under their own names: NVFP4 (ModelOpt, kt-kernel's
+# NVFP4 method, GPU side SM100+) and GPTQ INT4 (kt-kernel's GPTQ_INT4 method).
+NVFP4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+QUANT_VARIANTS = {
+    "deepseek-r1": [
+        (
+            "nvfp4",
+            "NVFP4",
+            ["nvidia/DeepSeek-R1-0528-NVFP4"],
+            NVFP4,
+            ["NVFP4"],
+            "ModelOpt exclude_modules not recorded: routed experts counted NVFP4, every other weight BF16",
+        )
+    ],
+    "qwen3-30b-a3b": [
+        ("gptq-int4", "GPTQ-Int4", ["Qwen/Qwen3-30B-A3B-GPTQ-Int4"], GPTQ, ["GPTQ_INT4"], ""),
+    ],
+    "qwen3-235b-a22b": [
+        ("gptq-int4", "GPTQ-Int4", ["Qwen/Qwen3-235B-A22B-GPTQ-Int4"], GPTQ, ["GPTQ_INT4"], ""),
+    ],
+}
+
+
+def quant_variant(
+    preset: dict, suffix: str, label: str, repos: list[str], quant: dict, methods: list[str], note: str
+) -> dict:
+    v = json.loads(json.dumps(preset))
+    v["id"] = f"{preset['id']}-{suffix}"
+    v["name"] = f"{preset['name']} {label}"
+    v["hf_repos"] = repos
+    v["config"]["quantization_config"] = dict(quant)
+    v["checkpoint_formats"] = [suffix]
+    v["kt_methods"] = methods
+    v["sglang"]["served_model_name"] = v["id"]
+    v["unconfirmed"] = v["unconfirmed"] + [f"{label} quantization_config written from the format's convention"]
+    v["unconfirmed"] += [note] if note else []
     return v
 
 

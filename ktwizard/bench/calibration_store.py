@@ -5,7 +5,6 @@ command that removes it, never a crash or a negative speed."""
 from __future__ import annotations
 
 import datetime
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,8 +22,9 @@ MAX_FILES = 1000  # a folder of calibrations is read whole: cap it
 
 
 def folder() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "ktwizard" / "calibration"
+    from ktwizard import folders
+
+    return folders.calibration()
 
 
 def _stem(host: str, model: str) -> str:

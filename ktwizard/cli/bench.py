@@ -9,36 +9,28 @@ from ktwizard.cli.guard import EXIT_INTERRUPTED
 from ktwizard.errors import BadInput, KtwizardError
 
 
-def _where(args: argparse.Namespace) -> tuple[str, str | None, str | None]:
-    """(URL, the deployment's name or None, its API key file) from NAME|URL or --url."""
-    from ktwizard.cli.chat import target_of
+def _where(args: argparse.Namespace):
+    """The server from NAME|URL or --url (app.target: one answer for every command)."""
+    from ktwizard.app.target import Target, resolve
 
     if args.target and args.url:
         raise BadInput("give the server once: NAME|URL or --url, not both")
     if not args.target and not args.url:
         raise BadInput("name the server: ktwizard bench NAME (ktwizard ps lists them) or ktwizard bench URL")
-    if args.url:
-        return args.url.rstrip("/"), None, None
-    url, key = target_of(args.target)
-    return url, None if "://" in args.target else args.target, key
+    return Target(url=args.url.rstrip("/")) if args.url else resolve(args.target)
 
 
-def _calibrate(name: str, report) -> None:
+def _calibrate(target, report) -> None:
     """Keep measured / forecast under the key of what this deployment runs (planner/calibration.py): later plans of
     exactly that key are corrected by it. A server launched with no GPUs measures a stand-in, not the plan's GPUs."""
     from ktwizard.bench.calibration_store import calibrate
-    from ktwizard.deploy import records
 
-    rec = records.load(name)
-    kept = records.load_extra(name, "plan")
-    if rec is None or not isinstance(kept, dict):
+    rec, plan, name = target.record, target.plan, target.name
+    if rec is None or plan is None or not name:
         return
     if rec.no_gpus:
         print(f"ktwizard: {name} runs with no GPUs (--gpus none): its bench calibrates no plan", file=sys.stderr)
         return
-    from ktwizard.planner.types import Plan
-
-    plan = Plan.load(kept, f"the plan kept for {name}")
     cal = calibrate(plan, [(row.context, row.concurrency, row.rate) for row in report.decode], name, rec.image)
     if cal is not None:
         print(
@@ -56,7 +48,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ktwizard.inputs import parse_token_list
     from ktwizard.serial import dump_json
 
-    url, name, kept_key = _where(args)
+    target = _where(args)
+    url = target.url
     published = {}
     if args.compare:
         from ktwizard.models.presets import all_recipes, recipe_for
@@ -89,7 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ktwizard.apikey import auth_headers
     from ktwizard.bench.client import model_card
 
-    headers = auth_headers(args.api_key_file or kept_key)
+    headers = auth_headers(args.api_key_file or target.key_file)
     served, context_length = model_card(url, headers)  # after the arguments are known to be good
     model = args.model or served
     sweep = replace(sweep, context_length=context_length)
@@ -115,8 +108,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise KtwizardError(f"the server stopped answering during the benchmark ({why})") from None
     render = {"md": markdown, "json": dump_json, "csv": csv_text}[args.format]
     sys.stdout.write(render(report))
-    if name and report.decode:
-        _calibrate(name, report)
+    if target.plan is not None and report.decode:
+        _calibrate(target, report)
     if not report.complete:  # partial results are printed, and the exit code says so
         print(
             f"ktwizard: partial results: {'interrupted' if interrupted else '--max-seconds reached'}", file=sys.stderr

@@ -65,6 +65,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.add_argument(
         "--host",
         metavar="FILE|NAME",
-        help="mark the presets this host cannot serve at all (no CPU method, RAM too small)",
+        help="mark the presets this host cannot serve at all (CPU method, GPU kernel, RAM too small)",
     )
     pr.set_defaults(func=cmd_presets)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ktwizard.deploy.diagnose import Diagnosis
 from ktwizard.planner.types import Plan
 
 TOLERANCE = 0.05
+PAGE_SLACK = 64  # the runtime floors the pool to its page size (model_runner_kv_cache_mixin.py:637-641), 64 at most
 LOG_PRECISION_GIB = 0.01  # SGLang logs memory to 0.01 GB: a smaller difference is rounding, not a miss
 GiB = 2**30
 
@@ -62,3 +64,25 @@ def comparison_text(rows: list[Comparison]) -> str:
             + ("  <-- over 5 %" if r.flagged else "")
         )
     return "\n".join(out) + "\n"
+
+
+def pool_shortfall(plan: Plan, figures: dict[str, float]) -> Diagnosis | None:
+    """The runtime allocated fewer KV tokens than the plan promises: requests at the goals would be queued or cut,
+    so the launch fails (model_runner_kv_cache_mixin.py:627-641 logs the cap it kept as max_total_num_tokens)."""
+    got = figures.get("max_total_num_tokens") or figures.get("kv_tokens")
+    if not got or not plan.max_total_tokens or got >= plan.max_total_tokens - PAGE_SLACK:
+        return None
+    hybrid = any(f.name == "--max-mamba-cache-size" for f in plan.flags)
+    return Diagnosis(
+        "kv-pool-short",
+        f"the KV pool holds {int(got):,} tokens of the {plan.max_total_tokens:,} the plan promises",
+        "the memory left for the pool was smaller than planned"
+        + (
+            " (on a hybrid linear-attention model, check that --max-mamba-cache-size was passed: without it the "
+            "state pool takes 0.9/1.9 of the KV budget)"
+            if hybrid
+            else ""
+        )
+        + ": free the GPU of other processes or re-plan on this host (`ktwizard plan`), or lower --context or "
+        "--concurrency",
+    )

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
-from ktwizard.deploy.compare import compare, comparison_text
+from ktwizard.deploy.compare import compare, comparison_text, pool_shortfall
 from ktwizard.deploy.diagnose import Diagnosis, diagnose
 from ktwizard.deploy.phases import StartupTracker
 from ktwizard.deploy.records import Deployment, forget, save
@@ -65,8 +65,11 @@ def follow_startup(
     proc: ServerProcess, plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr
 ) -> tuple[Deployment, StartupTracker]:
     """Phases with elapsed time until the server is ready and answers HTTP; a diagnosis otherwise."""
+    from dataclasses import replace
+
     tracker = StartupTracker()
-    deployment = proc.deployment()
+    # the plan's peaks go into the record: a dashboard marks them without loading the planner
+    deployment = replace(proc.deployment(), planned_peaks=tuple(sorted(plan.predicted_peaks().items())))
     said: tuple[int, int] | None = None
     try:
         while True:
@@ -88,6 +91,9 @@ def follow_startup(
             if time.monotonic() - tracker.started > opts.timeout_s:
                 raise LaunchFailed(diagnose(None, False, tracker, timed_out=opts.timeout_s), tracker)
             time.sleep(0.2)
+        short = pool_shortfall(plan, tracker.figures)
+        if short is not None:  # a server that cannot hold the goals is not a success with a printed difference
+            raise LaunchFailed(short, tracker)
     except LaunchFailed:
         if opts.keep_on_failure:
             print(

@@ -13,7 +13,7 @@ from pathlib import Path
 from ktwizard.deploy import patches
 from ktwizard.deploy.launch import LaunchOptions
 from ktwizard.deploy.procid import DEPLOYMENT_ENV, labelled, start_ticks, still_ours
-from ktwizard.deploy.records import Deployment, state_dir
+from ktwizard.deploy.records import Deployment
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.memory.constants import INT4_MARLIN_METHODS
 from ktwizard.planner.types import Plan
@@ -59,7 +59,9 @@ class NativeProcess:
         from ktwizard.apikey import server_command
 
         self.plan, self.opts = plan, opts
-        logs = state_dir().parent / "logs"
+        from ktwizard import folders
+
+        logs = folders.logs()
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{opts.name}.log"
         args = argv(plan, {"--port": str(opts.port), "--host": opts.bind})

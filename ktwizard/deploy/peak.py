@@ -34,6 +34,9 @@ from ktwizard.planner.types import Plan
 from ktwizard.units import human
 
 SAMPLE_EVERY_S = 0.02
+# a phase's measured peak above the plan's figure by more than this is an under-prediction (sampling and the
+# allocator's rounding move NVML's reading by a few tens of MiB)
+UNDER_TOLERANCE = 128 * 2**20
 
 
 class GpuMemory(Protocol):
@@ -140,6 +143,31 @@ class PeakStep:
             if g in self.predicted and m > self.predicted[g] + self.margin[g]
         }
 
+    def under(self) -> dict[int, int]:
+        """GPU -> bytes by which the measured peak exceeded the plan's figure for this phase (even within the
+        margin: the card may have room, the estimate is still low and the next plan would inherit it)."""
+        return {
+            g: m - self.predicted[g]
+            for g, m in self.measured.items()
+            if g in self.predicted and m - self.predicted[g] > UNDER_TOLERANCE
+        }
+
+    def under_lines(self, budgets: dict) -> list[str]:
+        """One line per GPU the plan under-predicted, naming the estimate that most likely differs: the largest
+        estimated item live in this phase."""
+        out = []
+        for g, x in sorted(self.under().items()):
+            live = budgets[g].phase_items(self.phase) if g in budgets else ()
+            # the phase's own items first (its steps), then any estimate alive in it
+            own = [i for i in live if i.estimate and self.phase in i.live] or [i for i in live if i.estimate]
+            worst = max(own, key=lambda i: i.bytes, default=None)
+            who = f"; the largest estimate live then is '{worst.name}' ({human(worst.bytes)})" if worst else ""
+            out.append(
+                f"  under-predicted: GPU {g} peaked {human(x)} above the plan's {self.phase} figure "
+                f"({human(self.predicted[g])}){who}"
+            )
+        return out
+
 
 @dataclass(frozen=True)
 class PeakReport:
@@ -166,6 +194,10 @@ class PeakReport:
 
 
 class PeakOverPlan(KtwizardError):
+    pass
+
+
+class PeakCheckIncomplete(KtwizardError):
     pass
 
 
@@ -206,8 +238,13 @@ def run_peak_check(
         finally:
             for r in riders:
                 r.stop()
-        if riders and not rode:
-            print("  note: a decoding request ended before the long prompt did; its prefix may be missing", file=out)
+        if riders and not rode:  # the batch lost a prefix: the phase was not reached, so nothing measured counts
+            _remove(proc, opts, deployment, out)
+            raise PeakCheckIncomplete(
+                f"the peak check did not reach the plan's {d.phase} phase: a decoding request ended before the long "
+                "prompt did (the server stopped it early), so its prefix was missing and the measured peak proves "
+                "nothing; the server was removed: relaunch, or launch with --no-peak-check to skip the check"
+            )
         seen = any("KT layerwise prefill" in line for line in proc.new_lines())
         steps.append(
             PeakStep(
@@ -238,6 +275,9 @@ def run_peak_check(
             "  note: the log showed no 'KT layerwise prefill' line; the layerwise layer may not have been built",
             file=out,
         )
+    for s in steps:
+        for line in s.under_lines(budgets):
+            print(line, file=out)
     if report.more_experts > 0:
         print(
             f"  the measured peak leaves room for {report.more_experts} more GPU expert(s) per layer: relaunch with "

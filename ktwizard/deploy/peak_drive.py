@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from math import ceil
 
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Plan
@@ -101,6 +102,10 @@ class Rider:
             "model": self.model,
             "messages": [{"role": "user", "content": _prompt_words(self.tokens, self.seed)}],
             "max_tokens": RIDER_DECODE,
+            # at temperature 0 a model may reach its end-of-sequence token at once: the rider must keep decoding
+            # (entrypoints/openai/protocol.py:602-609, :760-774), or the batch loses its prefix and the check its phase
+            "ignore_eos": True,
+            "min_tokens": RIDER_DECODE,
             "temperature": 0,
             "stream": True,
         }
@@ -154,12 +159,17 @@ def steps_for(plan: Plan, tokens: int | None = None) -> list[Drive]:
     if tokens:  # --peak-check-tokens: one prompt of that length, nothing riding
         return [short, Drive("the long prompt", min(tokens, room), "longest prompt")]
     # what the plan's longest-prompt phase holds: a batch of context x concurrency tokens, of which at most 131,072
-    # (plus the chunk being prefilled) are decompressed at once
-    target = min(context * concurrency, MAX_DECOMPRESSED + chunk + 1)
-    rider_len = max(1, room - RIDER_DECODE)
-    riders: list[int] = []
-    longest = min(room, target)
-    while len(riders) < concurrency - 1 and longest + sum(riders) < target:
-        riders.append(min(rider_len, target - longest - sum(riders)))
-    name = "the binding long prompt" if riders or longest > chunk else "the longest chunk"
-    return [short, Drive(name, longest, "longest prompt", tuple(riders))]
+    # (plus the chunk being prefilled) are decompressed at once. The runtime reads each request's prefix
+    # 131,072 / batch size tokens at a time (forward_batch_deepseek_mha_mixin.py:120-164: prefix_chunk_len =
+    # capacity // batch_size), so the batch reaches the bound only when every request's prefix holds that share:
+    # the riders are even, and the long prompt's last chunk starts past its share.
+    if concurrency == 1 or room > MAX_DECOMPRESSED + chunk:  # one prompt alone reaches the bound: nothing rides
+        longest = min(room, MAX_DECOMPRESSED + chunk + 1)
+        return [
+            short,
+            Drive("the binding long prompt" if longest > chunk else "the longest chunk", longest, "longest prompt"),
+        ]
+    share = ceil(MAX_DECOMPRESSED / concurrency)
+    rider = max(1, min(room - RIDER_DECODE, share))
+    longest = min(room, (ceil(share / chunk) + 1) * chunk)
+    return [short, Drive("the binding long prompt", longest, "longest prompt", (rider,) * (concurrency - 1))]

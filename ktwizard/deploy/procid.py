@@ -95,14 +95,19 @@ def still_ours(pid: int | None, start: int | None, label: tuple[str, str]) -> st
     """None when the process group `pid` is still the one the record names; otherwise why it is not signalled.
 
     The leader alive: its start time must match (or, for a record without one, it must carry the label). The leader
-    gone: processes left in its group are the server's own (a new group with that id needs a live leader with that
-    PID), so they are still ours."""
+    gone: the group id may since have been taken by another group whose leader exited too (a shell's background
+    job keeps its group after its leader ends), so the group is ours only if a member carries the label."""
     if not valid_pid(pid):
         return f"{pid!r} is not a process id"
     assert pid is not None
     now = start_ticks(pid)
     if now is None:
-        return None if group_members(pid) else "already gone"
+        members = group_members(pid)
+        if not members:
+            return "already gone"
+        if set(members) & set(labelled(*label)):
+            return None
+        return f"process group {pid} is now another program's ({command(members[0])}), without {label[0]}={label[1]}"
     if start is not None:
         if now == start:
             return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ktwizard.errors import BadInput
+from ktwizard.errors import BadInput, KtwizardError
 
 
 def stop_deployment(name: str, timeout: int = 30) -> str:
@@ -25,25 +25,41 @@ def stop_deployment(name: str, timeout: int = 30) -> str:
     label = (DEPLOYMENT_ENV, name)
     if rec is not None and rec.kind == "native":
         why = stop_owned(rec.pid, rec.pid_start, label, grace=timeout)
-        records.forget(name)
         if why is None:
+            records.forget(name)
             return f"stopped {name} (process group {rec.pid})"
+        # the record's PID is not the server's: the label still finds the server, which must not outlive its record
+        groups = stop_labelled(label, grace=timeout)
+        records.forget(name)
+        if groups:
+            return f"stopped {name} (process group {', '.join(map(str, groups))}; found by its label: {why})"
         if why == "already gone":
             return f"{name}: its process is already gone; cleared the deployment record"
         return f"{name}: nothing signalled: {why}; cleared the deployment record"
     groups = stop_labelled(label, grace=timeout) if rec is None else []
     unreadable = " (its record was unreadable; found by its label)" if corrupt else ""
+    if groups:  # a native server found by its label: Docker has nothing to say about it
+        records.forget(name)
+        return f"stopped {name} (process group {', '.join(map(str, groups))}){unreadable}"
     from ktwizard.deploy.engine import connect, find_managed
 
     try:
         container = find_managed(connect(), name)
-    except BadInput:
-        if rec is None and not corrupt and not groups:
-            raise
+    except BadInput as exc:
+        if rec is None and not corrupt:
+            raise records.no_deployment(name) if exc.message.startswith("no container") else exc from None
         records.forget(name)
-        if groups:
-            return f"stopped {name} (process group {', '.join(map(str, groups))}){unreadable}"
         return f"{name}: its container is already gone; cleared the deployment record"
+    except KtwizardError:
+        if rec is None and not corrupt:  # no record, no labelled process: the name is wrong, not the engine
+            raise records.no_deployment(name) from None
+        if not corrupt:
+            raise
+        # a torn record and no Docker: no labelled process runs, so nothing of it can be running natively
+        records.forget(name)
+        return (
+            f"{name}: its record was unreadable, no process carries its label, Docker is not reachable; record cleared"
+        )
     container.stop(timeout=timeout)
     container.remove(force=True)
     records.forget(name)

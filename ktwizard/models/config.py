@@ -45,8 +45,18 @@ def _formats(cfg: dict) -> tuple[WeightFormat, WeightFormat]:
     if method == "mxfp8":
         fmt = WeightFormat("mxfp8", 32)
         return fmt, fmt
+    if method in ("modelopt", "modelopt_fp4") and str(q.get("quant_algo", "NVFP4")).upper() == "NVFP4":
+        # ModelOpt NVFP4 releases quantize the MoE and MLP linears; attention, router, embeddings stay BF16 (assumed:
+        # exclude_modules differs per checkpoint, and a checkpoint's headers override this estimate)
+        return WeightFormat("nvfp4", 16), BF16
+    if method in ("gptq", "gptq_marlin") and int(q.get("bits") or 0) == 4:
+        if q.get("desc_act"):
+            raise BadInput("GPTQ with desc_act=true: kt-kernel's GPTQ_INT4 loader reads desc_act=false only")
+        fmt = WeightFormat("gptq_int4", int(q.get("group_size") or 128))
+        return fmt, fmt
     raise BadInput(
-        f"quantization method '{method}' is not supported yet (supported: fp8, compressed-tensors INT4, mxfp4, mxfp8)"
+        f"quantization method '{method}' is not supported yet "
+        "(supported: fp8, compressed-tensors INT4, mxfp4, mxfp8, ModelOpt NVFP4, GPTQ 4-bit)"
     )
 
 

@@ -27,7 +27,7 @@ DTYPE_BYTES = {
 
 @dataclass(frozen=True)
 class WeightFormat:
-    kind: str  # bf16 | fp8_block | fp8_channel | int4_group | mxfp4 | mxfp8
+    kind: str  # bf16 | fp8_block | fp8_channel | int4_group | mxfp4 | mxfp8 | nvfp4 | gptq_int4
     block: int = 0  # FP8 block edge (128) or INT4 / MX group size
     label: str = ""
 
@@ -39,6 +39,8 @@ class WeightFormat:
             "int4_group": f"INT4 group {self.block} (compressed-tensors)",
             "mxfp4": "MXFP4 (e2m1 + ue8m0 per 32)",
             "mxfp8": "MXFP8 (e4m3 + ue8m0 per 32)",
+            "nvfp4": "NVFP4 (e2m1 + e4m3 per 16, ModelOpt)",
+            "gptq_int4": f"GPTQ INT4 group {self.block}",
         }.get(self.kind, self.kind)
 
 
@@ -59,6 +61,14 @@ def linear_bytes(fmt: WeightFormat, out_f: int, in_f: int) -> int:
     if fmt.kind in ("mxfp4", "mxfp8"):
         data = out_f * in_f // 2 if fmt.kind == "mxfp4" else out_f * in_f
         return data + out_f * (in_f // 32)
+    if fmt.kind == "nvfp4":
+        # ModelOpt: weight U8 [out, in/2], weight_scale F8_E4M3 [out, in/16], weight_scale_2 and input_scale F32
+        # scalars (kt_kernel/utils/loader.py:1312-1320)
+        return out_f * in_f // 2 + out_f * (in_f // 16) + 8
+    if fmt.kind == "gptq_int4":
+        # GPTQ: qweight I32 [in/8, out], scales F16 [in/g, out], qzeros I32 [in/g, out/8], g_idx I32 [in]
+        g = fmt.block
+        return out_f * in_f // 2 + 2 * out_f * (in_f // g) + out_f * (in_f // g) // 2 + 4 * in_f
     raise ValueError(f"unknown weight format {fmt.kind}")
 
 
@@ -78,6 +88,12 @@ def cpu_expert_bytes(method: str, hidden: int, inter: int, group: int = 32, nati
     if method == "RAWINT4":
         # the INT4 checkpoint as-is, but k2-moe.hpp widens its bf16 group scales to fp32 in RAM
         return n // 2 + 4 * (2 * inter * (hidden // group) + hidden * (inter // group))
+    if method == "NVFP4":
+        # the nibbles as stored; both scale levels folded into one bf16 per 16 (kt_kernel/utils/loader.py:1353)
+        return n // 2 + 2 * (n // 16)
+    if method == "GPTQ_INT4":
+        # qweight as stored; the fp16 scales widened to fp32, qzeros and g_idx not kept (loader.py:1183-1185)
+        return n // 2 + 4 * (n // group)
     if method in ("FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8"):
         return native
     return None

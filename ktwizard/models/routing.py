@@ -6,6 +6,8 @@ OrderedDict of hooks) and refuses every other, so a hostile file is a refusal, n
 from __future__ import annotations
 
 import io
+import math
+import operator
 import pickle
 import re
 import zipfile
@@ -15,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ktwizard.errors import BadInput
+from ktwizard.textsafe import shown
 
 MAX_FILE = 1 << 30
-MAX_ELEMENTS = 1 << 27  # 1 GiB of int64: far past [buffer, layers, experts] of any real recording
+MAX_ELEMENTS = 1 << 26  # 512 MiB of int64: the default 1000-pass buffer of a 94-layer, 512-expert model is 385 MiB
+MAX_UNPACKED = 1 << 29  # what the archive may unpack to in all: a 3 MB zip bomb is refused, not inflated
+MAX_PICKLE = 1 << 24  # data.pkl of a dump is a few hundred bytes
+MAX_LAYERS, MAX_EXPERTS = 4096, 1 << 16  # the summing loop's bounds, checked before it starts
 STORAGES = {"LongStorage": "q", "IntStorage": "i", "FloatStorage": "f", "DoubleStorage": "d", "ShortStorage": "h"}
 
 
@@ -37,60 +43,99 @@ class RoutingCounts:
         return len(self.counts[0]) if self.counts else 0
 
 
+class _Sealed:
+    """Pickle's BUILD opcode sets attributes on the object below it (bypassing a frozen dataclass): on the reader's
+    own objects it is refused, so a file cannot rewrite a tensor's offset or the reader's callables."""
+
+    def __setstate__(self, state: object) -> None:
+        raise BadInput("not an expert-distribution dump: it rewrites an object's state (pickle BUILD)")
+
+
 @dataclass(frozen=True)
-class _Storage:
+class _Storage(_Sealed):
     code: str
     data: bytes
 
 
 @dataclass(frozen=True)
-class _Tensor:
+class _Tensor(_Sealed):
     storage: _Storage
     offset: int
     size: tuple[int, ...]
     stride: tuple[int, ...]
 
 
-class _StorageType:
+class _StorageType(_Sealed):
     def __init__(self, name: str) -> None:
         self.code = STORAGES[name]
 
 
-def _rebuild(storage: _Storage, offset: int, size: tuple, stride: tuple, *_: object) -> _Tensor:
-    if not isinstance(storage, _Storage) or not all(isinstance(n, int) and n >= 0 for n in (offset, *size, *stride)):
-        raise BadInput("not an expert-distribution dump: a tensor with a malformed shape")
-    return _Tensor(storage, offset, tuple(size), tuple(stride))
+class _Rebuild(_Sealed):
+    """torch._utils._rebuild_tensor_v2, for int tensors only; a fresh one per file (nothing shared to rewrite)."""
+
+    def __call__(self, storage: _Storage, offset: int, size: tuple, stride: tuple, *_: object) -> _Tensor:
+        ok = isinstance(size, tuple) and isinstance(stride, tuple) and len(size) == len(stride) <= 8
+        if not ok or not isinstance(storage, _Storage) or not all(_natural(n) for n in (offset, *size, *stride)):
+            raise BadInput("not an expert-distribution dump: a tensor with a malformed shape")
+        return _Tensor(storage, offset, tuple(size), tuple(stride))
+
+
+def _natural(n: object) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 1 << 40
 
 
 class _Unpickler(pickle.Unpickler):
     def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, where: str) -> None:
         super().__init__(io.BytesIO(data))
         self.archive, self.prefix, self.where = archive, prefix, where
+        self.storages: dict[str, _Storage] = {}
+        self.unpacked = 0
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) == ("torch._utils", "_rebuild_tensor_v2"):
-            return _rebuild
+            return _Rebuild()
         if (module, name) == ("collections", "OrderedDict"):
             return dict
         if module == "torch" and name in STORAGES:
             return _StorageType(name)
-        raise BadInput(f"{self.where}: not an expert-distribution dump (it names {module}.{name}; nothing was run)")
+        what = shown(f"{module}.{name}", newlines=False)[:120]
+        raise BadInput(f"{self.where}: not an expert-distribution dump (it names {what}; nothing was run)")
 
     def persistent_load(self, pid: Any) -> _Storage:
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):
             raise BadInput(f"{self.where}: not an expert-distribution dump (an unknown storage reference)")
         _, kind, key, _location, numel = pid
-        if not isinstance(kind, _StorageType) or not isinstance(numel, int) or not 0 <= numel <= MAX_ELEMENTS:
+        if (
+            not isinstance(kind, _StorageType)
+            or not _natural(numel)
+            or numel > MAX_ELEMENTS
+            or not isinstance(key, str)
+        ):
             raise BadInput(f"{self.where}: not an expert-distribution dump (a storage of an unknown type or size)")
-        name = f"{self.prefix}data/{key}"
+        name = f"{self.prefix}data/{key[:64]}"
+        if name in self.storages:  # one storage named twice is read once
+            return self.storages[name]
         try:
             info = self.archive.getinfo(name)
         except KeyError:
-            raise BadInput(f"{self.where}: the dump lacks its tensor data ({name})") from None
+            raise BadInput(f"{self.where}: the dump lacks its tensor data ({shown(name, newlines=False)})") from None
         width = array(kind.code).itemsize
         if info.file_size != numel * width:
             raise BadInput(f"{self.where}: tensor data of {info.file_size} bytes where {numel * width} are expected")
-        return _Storage(kind.code, self.archive.read(name))
+        self.unpacked += info.file_size
+        if self.unpacked > MAX_UNPACKED:
+            raise BadInput(f"{self.where}: the dump unpacks to more than {MAX_UNPACKED >> 20} MiB")
+        self.storages[name] = _Storage(kind.code, _read_member(self.archive, info, info.file_size, self.where))
+        return self.storages[name]
+
+
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, where: str) -> bytes:
+    """A member's bytes, never more than `cap` (its declared size may lie: the stream is cut, not trusted)."""
+    with archive.open(info) as f:
+        data = f.read(cap + 1)
+    if len(data) > cap:
+        raise BadInput(f"{where}: an archive member unpacks past its declared size")
+    return data
 
 
 def read_dump(path: str | Path) -> bytes:
@@ -131,24 +176,29 @@ def read_counts(path: str | Path) -> RoutingCounts:
 
 def counts_from_bytes(raw: bytes, where: str) -> RoutingCounts:
     """The routing counts of a dump already read (torch.save's zip archive), summed over its steps."""
-    try:
+    where = shown(where, newlines=False)[:300]
+    try:  # zipfile raises far more than BadZipFile on a hostile archive (names, methods, encryption, zlib, EOF)
         archive = zipfile.ZipFile(io.BytesIO(raw))
-        pkl = next((n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"), None)
-    except zipfile.BadZipFile:
-        raise BadInput(f"{where}: not an expert-distribution dump (not a torch.save zip archive)") from None
-    if pkl is None:
-        raise BadInput(f"{where}: not an expert-distribution dump (no data.pkl in the archive)")
-    prefix = pkl[: -len("data.pkl")]
-    try:
-        obj = _Unpickler(archive.read(pkl), archive, prefix, where).load()
+        pkl = next(
+            (i for i in archive.infolist() if i.filename.endswith("/data.pkl") or i.filename == "data.pkl"), None
+        )
+        if pkl is None:
+            raise BadInput(f"{where}: not an expert-distribution dump (no data.pkl in the archive)")
+        if pkl.file_size > MAX_PICKLE:
+            raise BadInput(f"{where}: not an expert-distribution dump (data.pkl of {pkl.file_size} bytes)")
+        prefix = pkl.filename[: -len("data.pkl")]
+        obj = _Unpickler(_read_member(archive, pkl, MAX_PICKLE, where), archive, prefix, where).load()
     except BadInput:
         raise
-    except Exception as exc:  # a truncated or corrupt pickle: say so in one line
+    except zipfile.BadZipFile:
+        raise BadInput(f"{where}: not an expert-distribution dump (not a torch.save zip archive)") from None
+    except Exception as exc:  # noqa: BLE001 - a corrupt archive or pickle (RecursionError included): one line
         raise BadInput(f"{where}: not an expert-distribution dump ({exc.__class__.__name__})") from None
     tensor = obj.get("logical_count") if isinstance(obj, dict) else obj
     if not isinstance(tensor, _Tensor):
-        keys = sorted(map(str, obj)) if isinstance(obj, dict) else type(obj).__name__
-        raise BadInput(f"{where}: no 'logical_count' tensor (found {keys})")
+        found = [k for k in obj if isinstance(k, str)][:8] if isinstance(obj, dict) else type(obj).__name__
+        more = f" and {len(obj) - 8} more" if isinstance(obj, dict) and len(obj) > 8 else ""
+        raise BadInput(f"{where}: no 'logical_count' tensor (found {shown(str(found), newlines=False)[:300]}{more})")
     return _sum_steps(tensor, where)
 
 
@@ -156,23 +206,31 @@ def _sum_steps(t: _Tensor, where: str) -> RoutingCounts:
     if len(t.size) != 3:
         raise BadInput(f"{where}: logical_count has shape {list(t.size)}; [buffer, layers, experts] was expected")
     steps, layers, experts = t.size
-    values = array(t.storage.code)
-    values.frombytes(t.storage.data)
+    values: Any = memoryview(t.storage.data).cast(t.storage.code)  # type: ignore[call-overload]  # a view, no copy
     last = t.offset + sum((n - 1) * s for n, s in zip(t.size, t.stride, strict=True)) if all(t.size) else t.offset
     if last >= len(values) and all(t.size):
         raise BadInput(f"{where}: logical_count reaches past its storage")
+    # bounded before the loop: a few hundred bytes may claim [1, 100000, 100000] over one element with stride 0
+    if layers > MAX_LAYERS or experts > MAX_EXPERTS or steps * layers * experts > max(len(values) - t.offset, 0):
+        raise BadInput(f"{where}: logical_count of shape {list(t.size)} is larger than its data or any model")
+    if t.storage.code in "fd" and not all(math.isfinite(v) for v in values):
+        raise BadInput(f"{where}: routing counts that are not finite numbers (NaN or infinity)")
     s0, s1, s2 = t.stride
-    counts = tuple(
-        tuple(float(sum(values[t.offset + b * s0 + layer * s1 + e * s2] for b in range(steps))) for e in range(experts))
-        for layer in range(layers)
-    )
-    if any(v < 0 for row in counts for v in row):
-        raise BadInput(f"{where}: negative routing counts")
-    # The recorder dumps its whole circular buffer, unfilled rows as zeros (expert_distribution.py:1036-1049): the
-    # passes recorded are the rows that routed anything
-    recorded = sum(
-        1
-        for b in range(steps)
-        if any(values[t.offset + b * s0 + layer * s1 + e * s2] for layer in range(layers) for e in range(experts))
-    )
+
+    def row(b: int, layer: int) -> list[float]:  # one C-level slice per (step, layer), not a Python loop per count
+        start = t.offset + b * s0 + layer * s1
+        return list(values[start : start + (experts - 1) * s2 + 1 : s2]) if s2 else [values[start]] * experts
+
+    sums = [[0.0] * experts for _ in range(layers)]
+    recorded = 0  # the recorder dumps its whole circular buffer, unfilled rows as zeros
+    for b in range(steps):  # (expert_distribution.py:1036-1049): the passes recorded are the rows that routed any
+        routed = False
+        for layer in range(layers):
+            r = row(b, layer)
+            if any(v < 0 for v in r):
+                raise BadInput(f"{where}: negative routing counts")
+            routed = routed or any(r)
+            sums[layer] = list(map(operator.add, sums[layer], r))
+        recorded += routed
+    counts = tuple(tuple(float(v) for v in layer_sums) for layer_sums in sums)
     return RoutingCounts(counts, recorded)

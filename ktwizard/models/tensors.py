@@ -53,6 +53,17 @@ def linear(name: str, out_f: int, in_f: int, fmt: WeightFormat, bias: bool = Fal
     elif fmt.kind == "mxfp8":
         yield Tensor(f"{name}.weight", (out_f, in_f), "F8_E4M3", out_f * in_f)
         yield Tensor(f"{name}.weight_scale", (out_f, in_f // 32), "U8", 0)
+    elif fmt.kind == "nvfp4":
+        yield Tensor(f"{name}.weight", (out_f, in_f // 2), "U8", out_f * in_f)
+        yield Tensor(f"{name}.weight_scale", (out_f, in_f // 16), "F8_E4M3", 0)
+        yield Tensor(f"{name}.weight_scale_2", (), "F32", 0)
+        yield Tensor(f"{name}.input_scale", (), "F32", 0)
+    elif fmt.kind == "gptq_int4":
+        g = fmt.block
+        yield Tensor(f"{name}.qweight", (in_f // 8, out_f), "I32", out_f * in_f)
+        yield Tensor(f"{name}.scales", (in_f // g, out_f), "F16", 0)
+        yield Tensor(f"{name}.qzeros", (in_f // g, out_f // 8), "I32", 0)
+        yield Tensor(f"{name}.g_idx", (in_f,), "I32", 0)
     else:
         raise ValueError(f"{fmt.kind} is not a per-linear format")
     if bias:

@@ -90,6 +90,16 @@ def build_flags(
     f += [
         Flag("--context-length", sizing.context, "longest request, in tokens"),
         Flag("--max-running-requests", goals.concurrency, "concurrent requests the KV pool is sized for"),
+    ]
+    if sizing.state_pool:  # planner/memory/linear_state.py: else the state pool takes 0.9/1.9 of the KV budget
+        f.append(
+            Flag(
+                "--max-mamba-cache-size",
+                sizing.state_pool.slots,
+                "linear-attention state slots: 3 per running request, so the KV pool keeps the rest of its budget",
+            )
+        )
+    f += [
         Flag("--prefill-max-requests", goals.concurrency, "let every running request prefill in one batch"),
         Flag(
             "--max-total-tokens",
@@ -186,7 +196,9 @@ def build_flags(
             sizing.chunk,
             f"SGLang's default for this GPU size is {sizing.chunk_default}"
             + (
-                "; raised to the recipe-tested 16384 for layerwise prefill on a large card"
+                "; chosen with --chunked-prefill-size, its activations budgeted on every GPU"
+                if goals.chunked_prefill
+                else "; raised to the recipe-tested 16384 for layerwise prefill on a large card"
                 if sizing.chunk > sizing.chunk_default
                 else ""
             )

@@ -18,6 +18,8 @@ NATIVE = {
     "bf16": "BF16",
     "mxfp4": "MXFP4",
     "mxfp8": "MXFP8",
+    "nvfp4": "NVFP4",
+    "gptq_int4": "GPTQ_INT4",
 }
 CONVERTED = ("AMXINT4", "AMXINT8")
 METHODS = (*NATIVE.values(), *CONVERTED)  # every method ktwizard can size, in the order the wizard lists them
@@ -51,6 +53,19 @@ def support(method: str, variant: str | None) -> Support:
         return Support(
             variant in AVX512_BF16_UP, "FP8_PERCHANNEL needs AVX-512 with BF16 and VBMI (no AVX2 kernel exists)"
         )
+    if method == "NVFP4":
+        # Only kt-kernel's AVX2 FP4 kernel has the group-16 path; every build above avx2 compiles the AMX FP4
+        # kernel too, which the wrapper would pick and then refuse (kt_kernel/utils/amx.py:926-955). The avx2
+        # build lacks it, so the AVX2 kernel is chosen.
+        return Support(
+            True,
+            "NVFP4 runs only on kt-kernel's AVX2 FP4 kernel (group 16; the AMX FP4 kernel is group 32)"
+            + (f"; {AVX2_SLOWER}" if variant != "avx2" else ""),
+            None if variant == "avx2" else "avx2",
+        )
+    if method == "GPTQ_INT4":
+        # AVX2GPTQInt4_MOE is in every build; AVX-VNNI-256 kernels are picked on CPUs with avx_vnni (amx.py:162-167)
+        return Support(True)
     if method in ("BF16", "MXFP4", "FP8") and variant in AVX512_BELOW_BF16:
         # The AVX-512 classes for these need avx512_bf16 (BF16 risks SIGILL since kt-kernel's guard was reverted;
         # FP8 wants F+BW+BF16+VBMI), but every AVX-512 CPU also runs the AVX2 classes (AVX2BF16_MOE, AVX2FP8_MOE,
@@ -64,7 +79,7 @@ def support(method: str, variant: str | None) -> Support:
     if method in NATIVE.values():
         return Support(True)
     return Support(
-        False, f"ktwizard cannot size method {method} (LLAMAFILE/GGUF, GPTQ and MOE_INT* are not planned yet)"
+        False, f"ktwizard cannot size method {method} (LLAMAFILE/GGUF, SYCL_GPTQ_INT4 and MOE_INT* are not planned yet)"
     )
 
 

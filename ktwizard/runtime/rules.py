@@ -235,3 +235,24 @@ CUSTOM_AR_WHY = (
     "(:144-162). Keeping the custom all-reduce would mean the default allocator, which needs +3.1 to +4.9 GiB more "
     "per GPU (measured), i.e. fewer GPU experts"
 )
+
+
+# --- cuDNN for multimodal models -------------------------------------------------------------------------------------
+# server_args.py:6265-6316 (check_server_args, :6170): on torch 2.9.1 a multimodal model (ModelConfig.is_multimodal;
+# Kimi-K2.5 and GLM-5.3-flash excepted) will not start with cuDNN older than 9.15 (torch's nn.Conv3d bug,
+# pytorch/pytorch#168167) unless SGLANG_DISABLE_CUDNN_CHECK is set. torch 2.9.1 itself pins nvidia-cudnn-cu12
+# 9.10.2.21, so the image installs the cuDNN that error names (assets/docker/versions.yaml `cudnn`).
+TORCH_2_9_1_CUDNN = (9, 10)  # torch 2.9.1's Requires-Dist: nvidia-cudnn-cu12==9.10.2.21
+MULTIMODAL_CUDNN_MIN = (9, 15)
+
+
+def cudnn_version_code(version: str) -> int:
+    """torch.backends.cudnn.version() for a cuDNN 9 release: major x 10000 + minor x 100 + patch (cudnn_version.h)."""
+    major, minor, patch = (int(x) for x in (version.split(".") + ["0", "0"])[:3])
+    return major * 10000 + minor * 100 + patch
+
+
+def cudnn_refused(version: str) -> bool:
+    """Whether 0.7.2 refuses multimodal models with this cuDNN: it compares float(str(code)[:3]) / 100, i.e. major.minor
+    as two digits (server_args.py:6296)."""
+    return float(str(cudnn_version_code(version))[:3]) / 100 < MULTIMODAL_CUDNN_MIN[0] + MULTIMODAL_CUDNN_MIN[1] / 100

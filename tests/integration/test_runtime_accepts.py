@@ -24,6 +24,8 @@ from ktwizard.planner.types import Goals
 from ktwizard.render.args import argv
 from ktwizard.runtime import rules
 
+# The image's cuDNN: torch 2.9.1 alone brings 9.10, with which 0.7.2 refuses multimodal models (server_args.py:6296)
+IMAGE_CUDNN = str(yaml.safe_load((REPO / "assets" / "docker" / "versions.yaml").read_text())["cudnn"])
 CPU = {
     "model": "AMD EPYC 9355",
     "sockets": 2,
@@ -70,7 +72,8 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], int]:
     for hname, host in _hosts(tmp).items():
         gpus = host.gpus.devices
         cc = tuple(int(x) for x in gpus[0].compute_capability.split("."))
-        devices[hname] = {"cc": cc, "memory_mib": gpus[0].memory_total >> 20, "count": len(gpus), "name": gpus[0].name}
+        devices[hname] = {"cc": cc, "memory_mib": gpus[0].memory_total >> 20, "count": len(gpus), "name": gpus[0].name,
+                          "cudnn": rules.cudnn_version_code(IMAGE_CUDNN)}  # fmt: skip
         for (pid, preset), tp in ((item, tp) for item in sorted(all_presets().items()) for tp in (1, 2, 4, 8)):
             if tp > len(gpus):
                 continue

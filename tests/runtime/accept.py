@@ -8,7 +8,7 @@ are not installed: every module that is neither there nor in the standard librar
 fake that answers the device questions (capability, memory, CUDA version) with the host's facts. The runtime's own
 Python decides everything else.
 
-stdin: {"gpu": {"cc": [9, 0], "memory_mib": 143771, "count": 1}, "cases": [{"id", "argv", "env"}]}
+stdin: {"gpu": {"cc": [9, 0], "memory_mib": 143771, "count": 1, "cudnn": 91600}, "cases": [{"id", "argv", "env"}]}
 stdout: one JSON object per case: {"id", "ok", "error", "resolved": {field: value}}
 """
 
@@ -178,6 +178,11 @@ def _fake_torch() -> types.ModuleType:
     cuda.get_device_name = lambda *a, **k: GPU.get("name", "NVIDIA GPU")
     cuda.mem_get_info = lambda *a, **k: (GPU["memory_mib"] << 20, GPU["memory_mib"] << 20)
     torch.cuda = cuda
+    # the image's cuDNN (assets/docker/versions.yaml), as torch.backends.cudnn.version() codes it; None: unknown
+    backends, cudnn = StubModule("torch.backends"), StubModule("torch.backends.cudnn")
+    backends.__path__, cudnn.__path__ = [], []
+    cudnn.version = lambda: GPU.get("cudnn")
+    backends.cudnn, torch.backends = cudnn, backends
     version = StubModule("torch.version")
     version.cuda, version.hip, version.git_version = "12.9", None, "fake"
     torch.version = version
@@ -233,8 +238,10 @@ class Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if spec.name == "triton":
             return _fake_triton()
         parent, _, leaf = spec.name.rpartition(".")
-        if parent == "torch" and leaf in ("cuda", "version"):
+        if parent == "torch" and leaf in ("cuda", "version", "backends"):
             return getattr(sys.modules["torch"], leaf)
+        if spec.name == "torch.backends.cudnn":
+            return sys.modules["torch"].backends.cudnn
         module = StubModule(spec.name)
         module.__path__ = []
         return module

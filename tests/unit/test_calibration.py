@@ -85,18 +85,19 @@ def _record(name: str, plan_, no_gpus: bool, image: str = "") -> None:
 
 
 def test_a_server_with_no_gpus_calibrates_nothing(data_home, capsys):
+    from ktwizard.app.target import resolve
     from ktwizard.cli.bench import _calibrate
 
     made = _plan()
     assert made.forecast
     report = BenchReport("u", "m", decode=(DecodeRow(0, 1, (2.0 * made.forecast.single.tok_s_total,)),))
     _record("standin", made, no_gpus=True, image="ktwizard-standin:test")
-    _calibrate("standin", report)
+    _calibrate(resolve("standin"), report)
     assert "calibrates no plan" in capsys.readouterr().err
     assert stored(load_host(HOST), PRESET) == () and _plan().forecast.factor == 1.0
     # the same bench of a server with GPUs, running another image than the plan's: kept under that image only
     _record("gpu", made, no_gpus=False, image="ktwizard-standin:test")
-    _calibrate("gpu", report)
+    _calibrate(resolve("gpu"), report)
     (cal,) = stored(load_host(HOST), PRESET)
     assert cal.key.image == "ktwizard-standin:test" and cal.deployment == "gpu"
     assert _plan().forecast.factor == 1.0 and _plan(image="ktwizard-standin:test").forecast.factor == 2.0
@@ -135,7 +136,7 @@ def test_calibration_list_show_reset(data_home):
     shown = run_cli("calibration", "show", cal.key.id[:6], "--json", env=data_home)
     assert shown.returncode == 0 and json.loads(shown.stdout)["key"]["image"] == made.image
     plan_text = run_cli("plan", "--preset", PRESET, "--host", HOST, "--context", "32768", env=data_home)
-    assert f"calibrated by bench of kimi-a on {cal.date}: x0.50 decode" in plan_text.stdout
+    assert f"calibrated by bench of kimi-a on {cal.date}: x0.50 decode" in " ".join(plan_text.stdout.split())
     for bad in (("show", "zz"), ("show", "abcdef"), ("reset",), ("reset", "abcdef")):
         out = run_cli("calibration", *bad, env=data_home)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, bad
@@ -148,3 +149,12 @@ def test_the_calibration_line_names_bench_date_and_kind():
     assert Calibration(key, 1.19, "kimi-a", "2026-12-01", 3).line.startswith(
         "calibrated by bench of kimi-a on 2026-12-01: x1.19 decode"
     )
+
+
+def test_a_decode_calibration_leaves_the_prefill_forecast_alone(data_home):
+    made = _plan()
+    assert made.forecast
+    assert calibrate(made, [(0, 1, 0.5 * made.forecast.single.tok_s_total)], "kimi-a") is not None
+    again = _plan()
+    assert again.forecast and again.forecast.factor == 0.5
+    assert to_data(again.forecast.prefill) == to_data(made.forecast.prefill)  # the line says "decode": only decode

@@ -40,7 +40,7 @@ def test_decode_terms_are_the_hand_arithmetic():
     hit = 15 / 256
     socket = 12 * 5600e6 * 8  # 12 channels of DDR5-5600, 8 bytes each
     step = decode_step(s, 0, 1)
-    bw = min(socket * TERMS.cpu_bw_eff * (1 + TERMS.second_socket), 64 * 20e9)
+    bw = min(socket * TERMS.cpu_bw_eff * 2, 64 * 20e9)  # two pools, one per socket: each reads its own node
     cpu_read = K * (1 - hit) * L * fp8_expert / bw
     # 64 cores at the EPYC 9355's 3.55 GHz base clock, 32 FLOP/cycle for FP8 (software E4M3 decode)
     cpu_math = 2 * K * (1 - hit) * L * (3 * H * I) / (64 * 3.55e9 * 32 * TERMS.cpu_flops_eff)
@@ -49,17 +49,18 @@ def test_decode_terms_are_the_hand_arithmetic():
     # KV grows the GPU part by exactly context x cell / bandwidth: 62 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes
     cell = 62 * 8 * 128 * 2 * 2
     grown = decode_step(s, 32768, 1).gpu_s - step.gpu_s
-    assert grown == pytest.approx(32768 * cell / (1.79e12 * TERMS.gpu_bw_eff), rel=1e-6)
+    assert grown == pytest.approx(32768 * cell / (1.79e12 * TERMS.attn_bw_eff), rel=1e-6)
 
 
-def test_concurrency_touches_more_experts_and_the_second_socket_is_a_term():
+def test_concurrency_touches_more_experts_and_each_socket_adds_its_bandwidth():
     _, _, s = minimax()
     one, four = decode_step(s, 0, 1), decode_step(s, 0, 4)
     touched = E * (1 - (1 - K / E) ** 4)
     ratio = touched / K
     assert four.cpu_s / one.cpu_s == pytest.approx(ratio, rel=0.02) or four.cpu_s / one.cpu_s > ratio
+    # one subpool (--kt-threadpool-count 1) reads one socket's memory: the read takes twice as long
     single = replace(s, sockets=1)
-    assert decode_step(single, 0, 1).cpu_s / one.cpu_s == pytest.approx(1 + TERMS.second_socket, rel=1e-6)
+    assert decode_step(single, 0, 1).cpu_s / one.cpu_s == pytest.approx(2, rel=1e-6)
 
 
 def test_tensor_parallel_halves_dense_reads_and_pays_all_reduces():
@@ -154,7 +155,9 @@ def test_the_shipped_terms_hold_the_published_decode_figures():
     assert len(errors) >= 30
     assert statistics.median(abs(e) for e in errors) < 0.15
     validation = json.loads((ROOT / "benchmarks" / "results" / "forecast-validation.json").read_text())
-    assert validation["loso"]["decode"]["median_abs_error"] < 0.15
+    # the issue's bar on sources never fitted: decode median within 25 %, prefill within 35 %
+    assert validation["aside"]["decode"]["median_abs_error"] <= 0.25
+    assert validation["leave_machine_out"]["prefill"]["median_abs_error"] <= 0.35
 
 
 def test_memory_speed_from_a_host_spec_scales_the_cpu_side():

@@ -160,3 +160,24 @@ def test_a_plan_on_kt_kernels_avx2_kernels_names_an_avx2_image(tmp_path):
     text, target = render_dockerfile(load_host(str(spec)), "avx2")
     assert target.cpu_class == "avx2" and '"kt-kernel==${KT_KERNEL}"' in text
     assert "_kt_kernel_ext_avx2." in (ORACLES / "runtime-wheels-METADATA.txt").read_text()
+
+
+def test_image_carries_the_cudnn_multimodal_models_start_with():
+    """server_args.py:6265-6316: on torch 2.9.1, 0.7.2 refuses to start a multimodal model (Qwen3.5) when
+    float(str(torch.backends.cudnn.version())[:3]) / 100 < 9.15. torch 2.9.1 alone brings cuDNN 9.10.2.21
+    (tests/fixtures/oracles/torch-2.9.1-METADATA-cudnn.txt), so the image must install a newer one, pinned."""
+    import re
+
+    from conftest import ORACLES
+
+    from ktwizard.runtime import rules
+
+    (torch_pin,) = re.findall(r"nvidia-cudnn-cu12==([0-9.]+)", (ORACLES / "torch-2.9.1-METADATA-cudnn.txt").read_text())
+    major, minor = (int(x) for x in torch_pin.split(".")[:2])
+    code = major * 10000 + minor * 100  # cudnn_version.h: CUDNN_VERSION for cuDNN 9
+    assert float(str(code)[:3]) / 100 < 9.15 and rules.cudnn_refused(torch_pin)  # what torch alone would bring
+    text, _ = render_dockerfile(probe(root=str(HOSTS / "h200-1gpu-xeon-amx"), with_engine=False))
+    (arg,) = re.findall(r"^ARG CUDNN=([0-9.]+)$", text, re.M)
+    assert '"nvidia-cudnn-cu12==${CUDNN}"' in text
+    major, minor = (int(x) for x in arg.split(".")[:2])
+    assert float(str(major * 10000 + minor * 100)[:3]) / 100 >= 9.15 and not rules.cudnn_refused(arg)

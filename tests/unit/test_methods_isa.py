@@ -28,6 +28,11 @@ EXPECT = {
         m: {t: (True, "avx2" if t in ("avx512_vbmi", "avx512_vnni", "avx512_base") else None) for t in TIERS}
         for m in ("BF16", "FP8", "MXFP4")
     },
+    # AVX2GPTQInt4_MOE is compiled into every build (strings of each _kt_kernel_ext_*.so); amx.py:162-167
+    "GPTQ_INT4": {t: (True, None) for t in TIERS},
+    # NVFP4's group-16 path exists only in the AVX2 FP4 kernel, and every build but avx2 would pick the AMX FP4
+    # kernel and refuse (kt_kernel/utils/amx.py:926-955): the avx2 build everywhere
+    "NVFP4": {t: (True, None if t == "avx2" else "avx2") for t in TIERS},
 }
 CASCADE_LAKE = ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni"]
 

@@ -161,6 +161,16 @@ def test_preset_bytes_agree_with_reference_tables(pid):
         assert spec.routed_bytes == expert * spec.routed_experts * spec.moe_layer_count
         assert spec.kv_cell_bytes() == bf16.kv_cell_bytes() and spec.non_expert_bytes < bf16.non_expert_bytes
         return
+    if pid.endswith(("-nvfp4", "-gptq-int4")):
+        base = get_preset(pid.removesuffix("-nvfp4").removesuffix("-gptq-int4")).spec()
+        H, I = spec.hidden, spec.moe_intermediate
+        if pid.endswith("-nvfp4"):  # e2m1 nibbles, an e4m3 scale per 16, two f32 scalars per linear (loader.py:1312)
+            expert = 3 * H * I // 2 + 3 * H * I // 16 + 3 * 8
+        else:  # qweight int4, fp16 scales and int4 zeros per 128 inputs, an int32 g_idx per input
+            expert = 3 * H * I // 2 + 3 * H * I // 128 * 2 + 3 * H * I // 128 // 2 + 4 * (2 * H + I)
+        assert spec.expert_bytes_native == expert
+        assert spec.kv_cell_bytes() == base.kv_cell_bytes() and spec.routed_bytes * 1.5 < base.routed_bytes
+        return
     d = FACTS[BLOCK.get(pid, pid)]["derived"]
     assert spec.expert_bytes_native == d["expert_bytes_native"]
     assert spec.routed_bytes == d["routed_bytes_all_layers_native"]

@@ -24,6 +24,9 @@ NEW = (
     "qwen3.5-397b-a17b",
     "minimax-m2.5",
     "minimax-m2.7",
+    "deepseek-r1-nvfp4",
+    "qwen3-30b-a3b-gptq-int4",
+    "qwen3-235b-a22b-gptq-int4",
 )
 
 
@@ -71,3 +74,58 @@ def test_minimax_checkpoints_have_their_own_ids():
     assert get_preset("minimax-m2.5").hf_repos == ("MiniMaxAI/MiniMax-M2.5",)
     assert get_preset("minimax-m2.7").spec().max_context == 204800
     assert "MiniMaxAI/MiniMax-M2.5" not in get_preset("minimax-m2").hf_repos
+
+
+# Minimum compute capability per quantization config, written out from the runtime's get_min_capability()
+# (modelopt_quant.py:951-953 -> 100; fp8.py:162-165 -> 80; mxfp4.py:242-243 -> 80; gptq.py:197-204 -> 60), which
+# model_loader/loader.py:228-241 compares with major*10+minor before loading.
+@pytest.mark.parametrize(
+    ("pid", "cc", "runs"),
+    [
+        ("deepseek-r1-nvfp4", "8.9", False),
+        ("deepseek-r1-nvfp4", "9.0", False),
+        ("deepseek-r1-nvfp4", "10.0", True),
+        ("deepseek-r1-nvfp4", "12.0", True),
+        ("deepseek-r1", "7.5", False),
+        ("deepseek-r1", "8.0", True),
+        ("qwen3-30b-a3b-gptq-int4", "7.5", True),
+        ("qwen3-30b-a3b", "7.0", True),
+    ],
+)
+def test_gpu_gate_follows_the_runtimes_min_capability(pid, cc, runs):
+    from ktwizard.runtime.kernels import gpu_problem
+
+    why = gpu_problem(get_preset(pid).spec(), (cc,))
+    assert (why is None) == runs, why
+    if why:
+        assert "use " in why  # names what would run instead
+
+
+def test_nvfp4_plan_on_ada_is_refused_and_names_the_alternative():
+    p = get_preset("deepseek-r1-nvfp4")
+    r = plan(load_host("8x-l40-46gb"), p.spec(), Goals(), p.sglang)
+    assert not r.fits and "SM100" in r.overflows[0] and "FP8 or BF16 checkpoint" in r.overflows[0]
+    ok = plan(load_host("rtx-pro-6000-epyc-9355"), p.spec(), Goals(), p.sglang)
+    assert not any("kernel" in o for o in ok.overflows)
+    env = {e.name: e.value for e in ok.env}
+    assert ok.method == "NVFP4" and env["KT_KERNEL_CPU_VARIANT"] == "avx2"  # the only group-16 FP4 kernel
+
+
+def test_badges_come_from_the_domain():
+    from ktwizard.planner.screening import obstacle
+
+    p = get_preset("deepseek-r1-nvfp4").spec()
+    assert obstacle(p, load_host("8x-l40-46gb")) == "GPU architecture lacks the kernel"
+
+
+def test_cpu_bytes_of_the_new_methods_follow_the_loader():
+    """NVFP4: nibbles + one bf16 per 16 after folding both scale levels (loader.py:1353); GPTQ_INT4: qweight + the
+    fp16 scales widened to fp32 (loader.py:1183-1185)."""
+    from ktwizard.planner.memory.items import cpu_bytes_per_expert
+
+    s = get_preset("deepseek-r1-nvfp4").spec()
+    n = 3 * 7168 * 2048
+    assert cpu_bytes_per_expert(s, "NVFP4") == n // 2 + 2 * (n // 16)
+    g = get_preset("qwen3-30b-a3b-gptq-int4").spec()
+    n = 3 * 2048 * 768
+    assert cpu_bytes_per_expert(g, "GPTQ_INT4") == n // 2 + 4 * (n // 128)

@@ -1,9 +1,11 @@
 """Throughput before launch: decode per stream and in total, and prefill (time to first token), at the plan's own
 context and concurrency. Each step's time is a sum of stated terms (planner/forecast/terms.py says what each rests
-on): the CPU-resident experts read at the host's memory bandwidth (a second socket worth less than a first), or
-computed at its peak when batches grow; the GPU's weights and KV read at its bandwidth; a fixed cost per MoE layer
-and step; all-reduces under tensor parallelism. Prefill runs in chunks: below the layerwise threshold the CPU
-computes its experts, above it each layer's CPU experts are uploaded over PCIe and run on the GPU."""
+on; docs/forecast.md says why): the CPU-resident experts that a step's tokens reach, read at the bandwidth of the
+sockets kt-kernel's NUMA subpools span (each subpool holds its slice of every expert in its own node's memory), or
+computed at the CPU's peak when batches grow; the GPU's weights read at its bandwidth and its KV at the rate decode
+attention reaches; a fixed cost per MoE layer and step; all-reduces under tensor parallelism. Prefill runs in the
+rendered --chunked-prefill-size chunks: below the layerwise threshold the CPU computes its experts, above it each
+layer's CPU experts are uploaded over PCIe and run on the GPU; a request pays a fixed cost once."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from ktwizard.planner.forecast.speeds import (
     platform_memory,
     socket_bandwidth,
 )
-from ktwizard.planner.forecast.terms import CORE_BW, TERMS, Terms
+from ktwizard.planner.forecast.terms import CORE_BW, HELD_OUT, TERMS, Terms
 from ktwizard.planner.memory import items as M
 
 DECODE_CONTEXTS = (0, 2048, 8192, 32768, 131072)
@@ -36,7 +38,7 @@ class Setup:
     tp: int
     gpu: GpuSpeed
     memory: MemorySpeed
-    sockets: int  # sockets kt-kernel's thread pools span
+    sockets: int  # sockets kt-kernel's NUMA subpools span (--kt-threadpool-count, at most one per socket)
     threads: int  # --kt-cpuinfer
     flops_per_cycle: int
     clock: float  # Hz, the CPU's base clock (speeds.cpu_clock)
@@ -108,13 +110,14 @@ def _expert_params(spec: ModelSpec) -> float:
 
 
 def cpu_bandwidth(s: Setup, t: Terms = TERMS) -> float:
-    """Sustained read bandwidth of the kt thread pools: the first socket's share of its rated bandwidth (never more
-    than `probe --bandwidth` read from it), each further socket worth `second_socket` of it, never more than the
-    threads can pull."""
-    first = socket_bandwidth(s.memory) * t.cpu_bw_eff
+    """Sustained read bandwidth of kt-kernel's subpools: each socket's share of its rated bandwidth (never more than
+    `probe --bandwidth` read from it), times the sockets the subpools span, never more than the threads can pull.
+    --kt-threadpool-count N splits every expert N ways ("NUMA subpools (TP count)", kt_kernel/experts.py:180) and
+    each subpool reads its slice from its own node, so the sockets' bandwidths add."""
+    per = socket_bandwidth(s.memory) * t.cpu_bw_eff
     if s.measured_bps is not None:
-        first = min(first, s.measured_bps)
-    return min(first * (1 + t.second_socket * (s.sockets - 1)), s.threads * CORE_BW)
+        per = min(per, s.measured_bps)
+    return min(per * s.sockets, s.threads * CORE_BW)
 
 
 def upload_copy(s: Setup, t: Terms = TERMS) -> float:
@@ -127,10 +130,22 @@ def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
     return s.threads * s.clock * s.flops_per_cycle * t.cpu_flops_eff
 
 
-def _touched(spec: ModelSpec, tokens: int) -> float:
-    """Distinct experts per layer that `tokens` routed tokens reach."""
-    E, k = spec.routed_experts, spec.experts_per_token
-    return E * (1 - (1 - k / E) ** tokens)
+def touched(experts: int, share: float, k: int, tokens: int) -> float:
+    """Expected distinct experts of a group of `experts` that `tokens` tokens reach, each token picking k experts
+    and the group drawing `share` of the picks, spread evenly inside the group: experts x (1 - (1 - k share /
+    experts)^tokens). The whole layer (share 1) at one token: k."""
+    if experts <= 0 or share <= 0:
+        return 0.0
+    p = min(1.0, k * share / experts)  # one token's chance of picking a given expert of the group
+    return experts * (1 - (1 - p) ** max(0, tokens))
+
+
+def touched_split(s: Setup, tokens: int) -> tuple[float, float]:
+    """Distinct CPU and GPU experts per layer that a step of `tokens` reaches. The GPU's share of routed picks is the
+    hit rate: the recorded statistics' when a placement file is given, else the GPU experts' count share (uniform
+    routing). With many streams the union covers nearly all of a group, whatever its share."""
+    E, k, g = s.spec.routed_experts, s.spec.experts_per_token, min(s.gpu_experts, s.spec.routed_experts)
+    return touched(E - g, 1 - s.hit, k, tokens), touched(g, s.hit, k, tokens)
 
 
 def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
@@ -138,7 +153,7 @@ def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
     bandwidth, or their math at its peak, whichever binds."""
     spec, L = s.spec, s.spec.moe_layer_count
     on_cpu = 1 - s.hit
-    read = _touched(spec, tokens) * on_cpu * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
+    read = touched_split(s, tokens)[0] * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
     math = 2.0 * tokens * spec.experts_per_token * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
     return max(read, math)
 
@@ -146,13 +161,19 @@ def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
 def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> Step:
     spec, L = s.spec, s.spec.moe_layer_count
     c = max(1, concurrency)
-    touched = _touched(spec, c)
     dense = M.non_expert_per_rank(spec, s.tp) - spec.bytes_by_group.get("embeddings", 0) // s.tp
-    gpu_experts = touched * s.hit * L * M.gpu_side_expert_bytes(spec) / s.tp
-    kv = c * context * spec.kv_cell_bytes(s.tp)
-    gpu = (dense + gpu_experts + kv) / (s.gpu.bandwidth * t.gpu_bw_eff)
+    gpu_experts = touched_split(s, c)[1] * L * M.gpu_side_expert_bytes(spec) / s.tp
+    gpu = (dense + gpu_experts) / (s.gpu.bandwidth * t.gpu_bw_eff) + attention_read(s, context, c, t)
     fixed = L * t.layer_step_s + (2 * spec.layers * t.allreduce_s if s.tp > 1 else 0.0)
     return Step(cpu_s=_cpu_experts(s, c, t), gpu_s=gpu, fixed_s=fixed)
+
+
+def attention_read(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> float:
+    """Decode attention reads every stream's KV each step, at the share of the GPU's bandwidth a decode attention
+    kernel reaches: a few KV heads over one query token leave most of the GPU idle (split-KV), so it sits well below
+    the weights' streaming rate and decode slows with context."""
+    kv = max(1, concurrency) * context * s.spec.kv_cell_bytes(s.tp)
+    return kv / (s.gpu.bandwidth * t.attn_bw_eff)
 
 
 def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
@@ -199,7 +220,9 @@ def _allreduce(s: Setup, n: int, t: Terms) -> float:
 
 
 def prefill_time(s: Setup, prompt: int, t: Terms = TERMS) -> tuple[float, str]:
-    total, done, paths = 0.0, 0, set()
+    """Time to first token: the request's fixed cost (tokenizing, scheduling, the first token's sampling and
+    return), then the prompt in chunks of the rendered --chunked-prefill-size."""
+    total, done, paths = t.request_s, 0, set()
     while done < prompt:
         n = min(s.chunk, prompt - done)
         secs, path = prefill_chunk(s, n, done, t)
@@ -208,12 +231,20 @@ def prefill_time(s: Setup, prompt: int, t: Terms = TERMS) -> tuple[float, str]:
     return total, "+".join(sorted(paths)) or "none"
 
 
+def band(value: float, kind: str) -> tuple[float, float]:
+    """The range a forecast `value` of `kind` (decode | prefill) carries: what the published figures lay at, given
+    the 10th and 90th percentile of the held-out error (forecast / published - 1) on sources never fitted."""
+    lo, hi = HELD_OUT[kind]
+    return round(value / (1 + hi), 1), round(value / (1 + lo), 1)
+
+
 @dataclass(frozen=True)
 class DecodePoint:
     context_tokens: int
     concurrency: int
     tok_s_per_stream: float
     tok_s_total: float
+    range: tuple[float, float] = (0.0, 0.0)  # tok/s per stream, from the held-out error (band)
 
 
 @dataclass(frozen=True)
@@ -222,6 +253,7 @@ class PrefillPoint:
     tok_s: float
     ttft_s: float
     path: str  # hybrid (CPU experts) | layerwise (experts uploaded per layer) | both over the chunks
+    range: tuple[float, float] = (0.0, 0.0)  # prompt tok/s, from the held-out error (band)
 
 
 @dataclass(frozen=True)
@@ -255,7 +287,7 @@ class Forecast:
 def decode_point(s: Setup, context: int, concurrency: int, factor: float = 1.0, t: Terms = TERMS) -> DecodePoint:
     step = decode_step(s, context, concurrency, t).total_s
     per = factor / step
-    return DecodePoint(context, concurrency, round(per, 2), round(per * concurrency, 2))
+    return DecodePoint(context, concurrency, round(per, 2), round(per * concurrency, 2), band(per, "decode"))
 
 
 def forecast(
@@ -267,9 +299,8 @@ def forecast(
     prompts = sorted({p for p in PREFILL_PROMPTS if p <= max(context, PREFILL_PROMPTS[0])} | {max(1, context)})
     prefill = []
     for p in prompts:
-        secs, path = prefill_time(s, p, t)
-        secs /= factor
-        prefill.append(PrefillPoint(p, round(p / secs, 1), round(secs, 2), path))
+        secs, path = prefill_time(s, p, t)  # a bench calibrates decode only: prefill is not scaled by its factor
+        prefill.append(PrefillPoint(p, round(p / secs, 1), round(secs, 2), path, band(p / secs, "prefill")))
     st = decode_step(s, context, concurrency, t)
     return Forecast(
         context_tokens=context,
@@ -290,7 +321,7 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         f"CPU experts: {1 - s.hit:.0%} of routed calls at {bw / 1e9:.0f} GB/s sustained = "
         f"{t.cpu_bw_eff:.2f} x {socket_bandwidth(m) / 1e9:.0f} GB/s per socket ({m.channels_per_socket} x "
         f"{m.kind}-{m.speed_mts}, {m.source or 'stated'})"
-        + (f", +{t.second_socket:.2f} of that per further socket ({s.sockets} used)" if s.sockets > 1 else "")
+        + (f", x {s.sockets} sockets (one kt-kernel subpool each, --kt-threadpool-count)" if s.sockets > 1 else "")
         + (
             f", never more than the {s.measured_bps / 1e9:.0f} GB/s per socket probe --bandwidth read"
             + (
@@ -302,8 +333,9 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
             else ""
         )
         + f", capped at {s.threads} threads x {CORE_BW / 1e9:.0f} GB/s; {st.cpu_s * 1e3:.1f} ms per step",
-        f"GPU: dense weights, GPU experts and KV read at {t.gpu_bw_eff:.2f} x {s.gpu.bandwidth / 1e12:.2f} TB/s "
-        f"({s.gpu.why}); {st.gpu_s * 1e3:.1f} ms per step",
+        f"GPU: dense weights and GPU experts read at {t.gpu_bw_eff:.2f} x {s.gpu.bandwidth / 1e12:.2f} TB/s "
+        f"({s.gpu.why}), KV at {t.attn_bw_eff:.2f} x that (decode attention, one query token per stream); "
+        f"{st.gpu_s * 1e3:.1f} ms per step",
         f"fixed {t.layer_step_s * 1e3:.2f} ms per MoE layer and step x {spec.moe_layer_count} layers"
         + (f", {t.allreduce_s * 1e6:.0f} us per all-reduce x 2 per layer at TP {s.tp}" if s.tp > 1 else "")
         + f"; {st.fixed_s * 1e3:.1f} ms per step (published small-active models run far below their bandwidth bound)",
@@ -314,9 +346,11 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
             else f"{s.gpu_experts} of {spec.routed_experts} experts per layer, uniform placement"
         )
         + ")",
-        f"concurrency: distinct experts per step grow as E(1-(1-k/E)^c); CPU math at {t.cpu_flops_eff:.2f} x "
+        f"concurrency: distinct experts per step of each group (CPU, GPU) grow as n(1-(1-k share/n)^c), the share "
+        f"being the hit rate; CPU math at {t.cpu_flops_eff:.2f} x "
         f"{s.threads} threads x {s.clock / 1e9:.2f} GHz x {s.flops_per_cycle} FLOP/cycle bounds batched steps",
-        f"prefill: chunks of {s.chunk}; "
+        f"prefill: {t.request_s * 1e3:.0f} ms per request, then chunks of {s.chunk} (the rendered "
+        "--chunked-prefill-size); "
         + (
             f"at or above {s.threshold} tokens each layer's CPU experts cross PCIe at {t.pcie_eff:.2f} x "
             f"{s.gpu.pcie / 1e9:.0f} GB/s per GPU, at most {upload_copy(s, t) / 1e9:.0f} GB/s together (rank 0's host "
@@ -325,6 +359,9 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
             else "no layerwise path"
         )
         + f"; GPU GEMMs and attention at {t.gpu_flops_eff:.2f} x {s.gpu.flops / 1e12:.0f} TFLOP/s",
-        "terms fitted to published SGLang-KT runs, validated leave-one-source-out "
-        "(benchmarks/results/forecast-validation.md)",
+        "terms fitted to published SGLang-KT runs and validated on machines and authors never fitted; ranges are "
+        "the held-out error's 10th-90th percentile ("
+        + ", ".join(f"{k} {lo:+.0%}..{hi:+.0%}" for k, (lo, hi) in HELD_OUT.items())
+        + "; "
+        "benchmarks/results/forecast-validation.md)",
     )

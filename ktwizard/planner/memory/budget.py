@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 PHASES = ("load", "ready", "short prompt", "longest prompt", "decode")
+TIE_ORDER = ("load", "ready", "decode", "short prompt", "longest prompt")  # on equal peaks, the later wins
 STATIC = {"load": ("before", "weights"), "ready": ("before", "weights", "kv", "ready")}
 
 
@@ -98,8 +99,9 @@ class GpuBudget(_Itemised):
 
     @property
     def binding(self) -> str:
-        """The phase with the highest peak (the earliest of equal ones)."""
-        return max(self.phases, key=lambda p: p.bytes).phase
+        """The phase with the highest peak; of equal ones the one a prompt reaches last (a MoE step that binds at
+        both prompt lengths is the longest prompt's: that is the phase the peak check must reach)."""
+        return max(self.phases, key=lambda p: (p.bytes, TIE_ORDER.index(p.phase))).phase
 
     @property
     def used(self) -> int:

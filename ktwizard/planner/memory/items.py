@@ -87,7 +87,7 @@ def headroom(total: int) -> int:
 
 
 def cpu_bytes_per_expert(spec: ModelSpec, method: str) -> int:
-    group = spec.expert_format.block if spec.expert_format.kind == "int4_group" else 32
+    group = spec.expert_format.block if spec.expert_format.kind in ("int4_group", "gptq_int4") else 32
     n = cpu_expert_bytes(method, spec.hidden, spec.moe_intermediate, group=group, native=spec.expert_bytes_native)
     if n is None:
         raise ValueError(f"no CPU size for {method}")

@@ -21,8 +21,8 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory import ledger as L
-from ktwizard.planner.memory import steps
-from ktwizard.planner.memory.budget import BudgetItem, GpuBudget
+from ktwizard.planner.memory import linear_state, steps
+from ktwizard.planner.memory.budget import TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
 from ktwizard.runtime import rules
@@ -64,7 +64,9 @@ class Sizing:
         t_min = min(g.memory_total for g in gpus)
         chunk, graph_bs = M.sglang_defaults(t_min, self.tp)
         self.chunk_default = chunk
-        if layerwise and t_min >= 80 * 2**30:
+        if goals.chunked_prefill:
+            chunk = goals.chunked_prefill  # the user's choice: the ledger below budgets its activations at it
+        elif layerwise and t_min >= 80 * 2**30:
             chunk = max(chunk, 16384)  # the recipe's tested value on a 96 GB card: long prefills in fewer chunks
         self.chunk = max(512, min(chunk, self.tokens))
         self.graph_bs = max(1, min(graph_bs, goals.concurrency))
@@ -76,9 +78,8 @@ class Sizing:
         self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
         fp8 = self.dsa_kv.fp8 if self.dsa_kv else goals.kv_dtype == "fp8_e4m3"
         self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
-        self.state = (
-            spec.per_request_state_bytes(self.tp) * goals.concurrency if spec.attention.kind == "hybrid_linear" else 0
-        )
+        self.state_pool = linear_state.state_pool(spec, self.tp, goals.concurrency)
+        self.state = self.state_pool.allocated if self.state_pool else 0
         self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp)
         self.int4 = steps.Int4Layer.layerwise(spec, method) if layerwise else None
         self._fit: Fit | None = None
@@ -155,15 +156,19 @@ class Sizing:
                 source="srt/model_executor/model_runner_kv_cache_mixin.py:280-286, :627-636",
             )
         ]
-        if self.state:
+        sp = self.state_pool
+        if sp:
             items.append(
                 BudgetItem(
-                    "per-request state",
-                    self.state,
-                    "linear-attention state of every running request",
+                    "linear-attention state pool",
+                    sp.allocated,
+                    f"--max-mamba-cache-size {sp.slots} ({linear_state.SLOTS_PER_REQUEST} per running request) + 1 "
+                    f"slots x {sp.per_request} B (conv bf16 + SSM fp32 state of {linear_state.linear_layers(self.spec)}"
+                    " linear-attention layers, this rank); without the flag the runtime would give it 0.9/1.9 of "
+                    "the KV budget",
                     "kv",
-                    True,
-                    source="srt/model_executor/model_runner_kv_cache_mixin.py handle_max_mamba_cache",
+                    source="srt/model_executor/model_runner_kv_cache_mixin.py:288-347, :590-603; "
+                    "srt/mem_cache/memory_pool.py:244-262; srt/configs/mamba_utils.py:116-170",
                 )
             )
         return items
@@ -279,7 +284,9 @@ class Sizing:
                 for phase, peak in peaks[key]:
                     room = g.memory_total - base.margin - peak
                     n = floor(room / self.per_expert)  # negative when over: the worst phase binds
-                    if best is None or n < best.experts:
+                    # equal limits: the phase a prompt reaches last is named (budget.TIE_ORDER)
+                    later = best is not None and TIE_ORDER.index(phase) > TIE_ORDER.index(best.phase)
+                    if best is None or n < best.experts or (n == best.experts and g.index == best.gpu and later):
                         best = Fit(n, g.index, phase)
             assert best is not None
             self._fit = Fit(min(best.experts, self.spec.routed_experts), best.gpu, best.phase)
@@ -294,6 +301,7 @@ class Sizing:
         after_ctx = [b.total - b.phase_bytes("load") + b.phase_bytes_of("weights") for b in budgets]
         t = min(after_ctx)
         after_weights = min(free - b.phase_bytes_of("weights") for free, b in zip(after_ctx, budgets, strict=True))
-        need = self.pool.bytes + self.state
+        # the runtime takes slots x per request off the budget before sizing the KV pool (:283-286, :342-347)
+        need = self.pool.bytes + (self.state_pool.counted if self.state_pool else 0)
         need += max(C.KV_POOL_MARGIN_MIN, int(need * C.KV_POOL_MARGIN_FRACTION))
         return max(0.01, min(0.999, ceil((1 - (after_weights - need) / t) * 1000) / 1000))

@@ -28,7 +28,11 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
                         with flashinfer/fa3/flashmla an extend batch whose summed prefix is 0 or >= 8192 runs MHA over
                         the prefix, in one shot up to 131,072 tokens in the batch, else 131,072 at a time; otherwise the
                         absorbed path. The prefix is summed over the batch: with --enable-mixed-chunk every decoding
-                        request rides in each prefill chunk with its whole context. Unset: no attention step.
+                        request rides in each prefill chunk with its whole context. Chunked, each request's prefix is
+                        read 131,072 / batch size tokens at a time (forward_batch_deepseek_mha_mixin.py:120-164), so a
+                        batch of uneven prefixes decompresses less than 131,072. Unset: no attention step.
+  STANDIN_EOS_AFTER     a request at temperature 0 without ignore_eos (or min_tokens) ends after this many tokens, as a
+                        model reaching its end-of-sequence token does (unset: never early)
   Prompts are prefilled in chunks of --chunked-prefill-size behind a radix cache (a prompt's longest common prefix
   with an earlier one is cached), one "Prefill batch" line per chunk, as the real scheduler logs them.
   /flush_cache empties that cache when nothing runs (400 otherwise); --disable-radix-cache turns it off; with
@@ -159,20 +163,24 @@ class GpuMemory:
         self.held = self.ready
         self.write()
 
-    def attention(self, m: int, prefix: int) -> int:
-        """The attention step's live set of an m-token chunk over `prefix` tokens of prefix in the batch."""
+    def attention(self, m: int, prefixes: list[int]) -> int:
+        """The attention step's live set of an m-token chunk over each batch request's prefix."""
         if not self.mla:
             return 0
+        prefix = sum(prefixes)
         h, ql, r, rope, nope, v, hidden = self.mla
         live = 2 * m * hidden * 2 + m * (ql + r + rope) * 2 + m * h * (nope + rope) * 2
         token = (r + rope) * 2 + h * (nope + v) * 2 + h * (nope + rope) * 2  # gather + K/V + K of a prefix token
         if self.backend in ("flashinfer", "fa3", "flashmla") and (prefix == 0 or prefix >= 8192):
             if prefix + m <= 131072:
                 return live + (prefix + m) * token + m * h * v * 2
-            return live + 131072 * token + m * h * (2 * nope + v + rope) * 2 + 3 * m * h * v * 2 + 3 * m * h * 4
+            # prefix_chunk_len = capacity // batch size; the first prefix chunk holds min(prefix, len) of each request
+            per = 131072 // max(1, len(prefixes))
+            gathered = sum(min(p, per) for p in prefixes)
+            return live + gathered * token + m * h * (2 * nope + v + rope) * 2 + 3 * m * h * v * 2 + 3 * m * h * 4
         return live + m * h * (2 * r + v) * 2 + (m * h * (r + rope) * 2 if self.backend == "triton" else 0)
 
-    def chunk(self, m: int, prefix: int, seconds: float, prompt: int) -> None:
+    def chunk(self, m: int, prefixes: list[int], seconds: float, prompt: int) -> None:
         """Hold one prefill chunk's peak: the larger of its attention step and its MoE step."""
         layerwise = self.threshold is not None and m >= self.threshold
         if layerwise and FAIL == "cuda_oom@layerwise":
@@ -182,7 +190,7 @@ class GpuMemory:
                 self.held += self.layer  # the module global: never freed
             # the experts' caches are freed before the INT4 layer is restored (kt_ep_wrapper.py:2685-2693)
             moe = int(self.act_per_ktok * m / 1024) + max(int(self.cache_per_ktok * m / 1024), self.restore * layerwise)
-            self.write(max(self.attention(m, prefix), moe))
+            self.write(max(self.attention(m, prefixes), moe))
         if layerwise:
             step = seconds / len(self.layers)
             for layer in self.layers:
@@ -343,7 +351,7 @@ class Engine:
                 f"#running-req: {len(riders)}, #queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
             )
             seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
-            self.gpu.chunk(m, done + sum(riders.values()), seconds, n)
+            self.gpu.chunk(m, [done, *riders.values()], seconds, n)
             done += m
         self.realtime.labels(**self.lv, mode="prefill_compute").inc(n - cached)
         self.realtime.labels(**self.lv, mode="prefill_cache").inc(cached)
@@ -506,6 +514,9 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             words = text.split()
             prompt_tokens = max(1, len(words))
             max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+            eos = ENV("STANDIN_EOS_AFTER")
+            if eos and not body.get("ignore_eos") and int(body.get("min_tokens") or 0) < max_tokens:
+                max_tokens = max(int(body.get("min_tokens") or 0), min(max_tokens, int(eos)))
             self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"), words)
 
         def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool, words=None) -> None:
