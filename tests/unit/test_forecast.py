@@ -157,6 +157,7 @@ def test_the_shipped_terms_hold_the_published_decode_figures():
     validation = json.loads((ROOT / "benchmarks" / "results" / "forecast-validation.json").read_text())
     # the bar on sources never fitted: decode median within 25 %, prefill within 35 %
     assert validation["aside"]["decode"]["median_abs_error"] <= 0.25
+    assert validation["aside"]["prefill"]["median_abs_error"] <= 0.35
     assert validation["leave_machine_out"]["prefill"]["median_abs_error"] <= 0.35
 
 
