@@ -212,4 +212,4 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     goals = replace(goals, gpus=None) if all_gpus else goals
     cal = stored(host, model.spec.id)
     routing = routing_counts(goals, model.spec)
-    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibration=cal, routing=routing)
+    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cal, routing=routing)
