@@ -23,8 +23,9 @@ KEYS = ("host", "image", "weights", "port", "bind", "router_image")
 def config_path() -> Path:
     if os.environ.get("KTWIZARD_CONFIG"):
         return Path(os.environ["KTWIZARD_CONFIG"])
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "ktwizard" / "config.yaml"
+    from ktwizard import folders
+
+    return folders.config() / "config.yaml"
 
 
 def load_config(path: Path | None = None) -> dict[str, Any]:

@@ -197,17 +197,17 @@ def parse_url(text: str, flag: str = "--url") -> str:
     """An http(s) URL of a server: scheme, host and optional port, nothing that would surprise httpx."""
     from urllib.parse import urlsplit
 
-    from ktwizard.textsafe import shown
+    from ktwizard.textsafe import url_shown
     from ktwizard.urlauth import strip_credentials
 
-    parts = urlsplit(text.strip())
-    try:
-        port = parts.port
+    try:  # an unclosed [ raises here, and the port property raises on a port that is not a number
+        parts = urlsplit(text.strip())
+        scheme, port, host = parts.scheme, parts.port, parts.hostname
     except ValueError:
-        port = -1
+        scheme, port, host = "", -1, None
     odd = any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text.strip())
-    if odd or parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or len(text) > 2048:
-        raise BadInput(f"{flag} {shown(text[:200])!r}: give the server's base URL, such as http://127.0.0.1:30000")
+    if odd or scheme not in ("http", "https") or not host or port == -1 or len(text) > 2048:
+        raise BadInput(f"{flag} {url_shown(text)!r}: give the server's base URL, such as http://127.0.0.1:30000")
     return strip_credentials(text.strip()).rstrip("/")
 
 
@@ -254,6 +254,9 @@ def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
         gpus=parse_gpus(text("gpus") or None),
         kv_dtype=text("kv_dtype") or "auto",
         method=text("method").upper() or None,
+        chunked_prefill=parse_count(text("chunked_prefill"), "prefill chunk", 512, 1 << 20)
+        if text("chunked_prefill")
+        else None,
     )
 
 
@@ -287,6 +290,7 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         placement=given("placement", base.placement),
         expert_stats=given("expert_stats", base.expert_stats),
         record_routing=given("record_routing", base.record_routing),
+        chunked_prefill=given("chunked_prefill_size", base.chunked_prefill),
     )
 
 

@@ -3,7 +3,6 @@ back by `plan --profile`, `launch --profile` and `ktwizard --profile`."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,8 +25,9 @@ class Profile:
 
 
 def profiles_dir() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "ktwizard" / "profiles"
+    from ktwizard import folders
+
+    return folders.config() / "profiles"
 
 
 def save_profile(profile: Profile) -> Path:

@@ -29,6 +29,14 @@ class RecordStore(Generic[T]):
         path = self.path(name)
         return from_data(self.cls, read_structured(path), str(path)) if path.exists() else None
 
+    def names(self, kinds: tuple[str, ...] = ()) -> list[str]:
+        """The names that have a record: NAME.json, never the NAME.KIND.json kept beside a record (a name may hold
+        dots, so a stem is an extra only when its record is there too)."""
+        folder = self.folder()
+        stems = {p.stem for p in folder.glob("*.json")} if folder.is_dir() else set()
+        extra = {f"{s}.{k}" for s in stems for k in kinds}
+        return sorted(stems - extra)
+
     def load_raw(self, name: str, kind: str) -> Any:
         path = self.path(name, kind)
         return read_structured(path) if path.exists() else None

@@ -4,7 +4,6 @@ and a short decode measurement to compare placements by."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,8 +28,9 @@ PROMPTS = (
 
 
 def placement_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(base) / "ktwizard" / "placement"
+    from ktwizard import folders
+
+    return folders.placement()
 
 
 def builtin_requests(count: int) -> list[dict]:

@@ -5,24 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ktwizard.errors import BadInput, KtwizardError
-
-
-def target_of(ref: str) -> tuple[str, str | None]:
-    """(URL, the API key file its launch used) for a deployment name, or (URL, None) for a URL."""
-    from ktwizard.inputs import parse_url
-
-    if "://" in ref:
-        return parse_url(ref, "URL").rstrip("/"), None
-    from ktwizard.deploy import records
-
-    rec = records.load(ref)
-    if rec is None:
-        raise BadInput(f"{ref}: no deployment of that name (ktwizard ps lists them) and not a URL")
-    kept = records.load_extra(ref, "plan")
-    goals = kept.get("goals") if isinstance(kept, dict) else None
-    key = goals.get("api_key_file") if isinstance(goals, dict) else None
-    return rec.url, key if isinstance(key, str) else None
+from ktwizard.errors import KtwizardError
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -36,8 +19,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from ktwizard.urlauth import headers_for
 
     end = time.monotonic() + args.max_seconds  # --max-seconds covers the whole command, the model list too
-    url, kept_key = target_of(args.target)
-    headers = headers_for(url, auth_headers(args.api_key_file or kept_key))
+    from ktwizard.app.target import resolve
+
+    target = resolve(args.target)
+    url = target.url
+    headers = headers_for(url, auth_headers(args.api_key_file or target.key_file))
     model = args.model or served_model(url, headers, deadline_s=min(10.0, args.max_seconds))
     left = max(0.1, end - time.monotonic())
     timeout = httpx.Timeout(connect=min(10.0, left), read=left, write=min(30.0, left), pool=min(10.0, left))

@@ -27,8 +27,8 @@ def _load_plan(args: argparse.Namespace):
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
-    from ktwizard.deploy.launch import follow_startup, stay_attached
-    from ktwizard.deploy.runners import launch_options, start
+    from ktwizard.deploy.launch import stay_attached
+    from ktwizard.deploy.runners import launch_options
     from ktwizard.inputs import parse_env
 
     plan = _load_plan(args)
@@ -65,41 +65,22 @@ def cmd_launch(args: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
-    from ktwizard.deploy.namelock import launch_lock
+    from ktwizard.app.launch import launch
 
-    with launch_lock(opts.name):  # one launch per name: two at once would leave two servers and one record
-        proc = start(plan, opts)
-        deployment, _ = follow_startup(proc, plan, opts)
-        _keep(deployment.name, "plan", plan)
-        if not args.no_peak_check:
-            from ktwizard.deploy.peak import run_peak_check
-
-            _keep(deployment.name, "peak", run_peak_check(plan, proc, deployment, opts, tokens=args.peak_check_tokens))
+    # the name stays claimed while this command runs (attached: the server's life)
+    with launch(plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens) as done:
+        deployment = done.deployment
         print(
             f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
             f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
             file=sys.stderr,
         )
-        from dataclasses import replace
-
         from ktwizard.render.clients import clients_text
 
-        served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))  # where it really listens
-        print(clients_text(served), file=sys.stderr)
+        print(clients_text(done.plan), file=sys.stderr)  # where it really listens
         if not opts.detach:
-            stay_attached(proc, deployment)
+            stay_attached(done.proc, deployment)
     return 0
-
-
-def _keep(name: str, kind: str, value: object) -> None:
-    """Keep the plan and the peak report beside the record (the exporter reads them); a failure only warns."""
-    from ktwizard.deploy.records import save_extra
-    from ktwizard.serial import dump_json
-
-    try:
-        save_extra(name, kind, dump_json(value))
-    except OSError as exc:
-        print(f"warning: could not keep the {kind} of {name} ({exc.strerror or exc})", file=sys.stderr)
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -110,13 +91,15 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from ktwizard.deploy import records
+    from ktwizard.app.target import container_of, log_file
+    from ktwizard.render.names import check_name
 
-    rec = records.load(args.name)
-    if rec is not None and rec.kind == "native" and rec.log_path:
+    check_name(args.name)
+    native = log_file(args.name)  # a native server's, or the log a failed native launch left behind
+    if native is not None:
         from ktwizard.deploy import logread
 
-        with logread.open_log(rec.log_path) as fh:
+        with logread.open_log(str(native)) as fh:
             if args.tail is not None:
                 sys.stdout.write(logread.tail(fh, args.tail))
             try:
@@ -126,10 +109,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:
                 return 0
         return 0
-    from ktwizard.deploy.engine import connect, find_managed
     from ktwizard.textsafe import printable
 
-    container = find_managed(connect(), args.name)
+    container = container_of(args.name)
     try:  # streamed either way: a container's whole log is never held at once
         for chunk in container.logs(
             stream=True, follow=args.follow, tail=args.tail if args.tail is not None else "all"
@@ -155,7 +137,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--native", action="store_true", help="run python -m sglang.launch_server here instead of a container"
     )
     la.add_argument("--detach", action="store_true", help="return once the server is ready")
-    la.add_argument("--yes", action="store_true", help="replace an existing ktwizard container of the same name")
+    la.add_argument(
+        "--yes", action="store_true", help="replace a ktwizard server of the same name (container or native)"
+    )
     la.add_argument("--keep-on-failure", action="store_true", help="keep a failed container for inspection")
     la.add_argument(
         "--timeout", type=float, default=3600.0, metavar="S", help="give up if not ready after S seconds (default 3600)"

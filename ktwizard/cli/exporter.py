@@ -20,8 +20,8 @@ def cmd_exporter(args: argparse.Namespace) -> int:
     from ktwizard.monitor.exporter import Collector, serve
     from ktwizard.monitor.session import Monitor
 
-    url, container = resolve_target(args)
-    name = args.container  # a deployment ktwizard launched (container or native): its kept plan and peak check
+    found = resolve_target(args)
+    url, container, name = found.url, found.container, found.name  # a deployment: its kept plan and peak check
     plan = peak = None
     from pathlib import Path
 
@@ -53,7 +53,7 @@ def cmd_exporter(args: argparse.Namespace) -> int:
     where = urlsplit(url or "")
     deployment = args.deployment or name or (f"{where.hostname}:{where.port}" if where.hostname else "")
     collector = Collector(
-        Monitor(url=url, container=container, gpus=not args.no_gpu, pid=native_of(args.container)[1]),
+        Monitor(url=url, container=container, gpus=not args.no_gpu, pid=native_of(found.record)[1]),
         plan,
         peak,
         deployment=deployment,

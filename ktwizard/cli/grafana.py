@@ -25,8 +25,7 @@ def prometheus_text(names: list[str]) -> str:
     from ktwizard.serial import dump_yaml
 
     if not names:
-        folder = records.state_dir()
-        names = sorted(p.stem for p in folder.glob("*.json")) if folder.exists() else []
+        names = records.names()  # the records only: the plan and peak kept beside them are no deployments
     if not names:
         raise BadInput("no deployment to scrape: name them (ktwizard ps lists them) or launch one first")
     targets = []

@@ -9,15 +9,10 @@ import time
 from ktwizard.errors import BadInput
 
 
-def native_of(name: str | None) -> tuple[str | None, int | None]:
-    """(log file, process group) of a native deployment of that name, else (None, None)."""
-    from ktwizard.deploy import records
+def native_of(rec) -> tuple[str | None, int | None]:
+    """(log file, process group) of a native deployment's record, else (None, None)."""
     from ktwizard.deploy.procid import running_as_recorded
 
-    try:
-        rec = records.load(name) if name else None
-    except BadInput:
-        return None, None
     if rec is None or rec.kind != "native":
         return None, None
     return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start) else None
@@ -38,39 +33,26 @@ def fold_target(args: argparse.Namespace) -> None:
         args.container = target
 
 
-def resolve_target(args: argparse.Namespace) -> tuple[str | None, str | None]:
-    """(url, container) from --url / --container / the deployment records."""
+def resolve_target(args: argparse.Namespace):
+    """The server from --url / --container / the only deployment (app.target: the same answer as every command;
+    the plan is not read, so a dashboard loads no planner: the record carries the plan's peaks)."""
+    from dataclasses import replace
+
+    from ktwizard.app.target import Target, resolve
     from ktwizard.deploy import records
 
-    url, container = args.url, args.container
-    if container and not url:
-        rec = records.load(container)
-        if rec:
-            url = rec.url
-            container = container if rec.kind == "docker" else None  # a native server has no container to watch
-        else:
-            from ktwizard.deploy.engine import connect, find_managed
-            from ktwizard.deploy.labels import label_port
-
-            port = label_port(find_managed(connect(), container).labels)
-            if port is None:
-                raise BadInput(f"{container}: its io.ktwizard.port label is missing or not a port; give --url")
-            url = f"http://127.0.0.1:{port}"
-    if not url and not container:
-        found = sorted(records.state_dir().glob("*.json")) if records.state_dir().exists() else []
-        if len(found) == 1:
-            rec = records.load(found[0].stem)
-            if rec is None:
-                raise BadInput(
-                    f"the deployment record {found[0]} cannot be read; ktwizard stop {found[0].stem} clears it"
-                )
-            url, container = rec.url, (rec.name if rec.kind == "docker" else None)
-        else:
-            raise BadInput(
-                "name what to monitor: --url http://127.0.0.1:30000 or --container NAME"
-                + (f" (ktwizard started: {', '.join(p.stem for p in found)})" if found else "")
-            )
-    return url, container
+    if args.container:
+        found = resolve(args.container, with_plan=False)  # a native one has no container to watch
+        return replace(found, url=args.url) if args.url else found
+    if args.url:
+        return Target(url=args.url)
+    names = records.names()
+    if len(names) != 1:
+        raise BadInput(
+            "name what to monitor: --url http://127.0.0.1:30000 or --container NAME"
+            + (f" (ktwizard started: {', '.join(names)})" if names else "")
+        )
+    return resolve(names[0], with_plan=False)
 
 
 def _fleet_record(name: str):
@@ -132,9 +114,8 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
         _fleet_record(args.fleet)
         target = ["--fleet", args.fleet]
     else:
-        url, container = resolve_target(args)
-        named = container or (args.container if native_of(args.container)[0] else None)  # a native one by name
-        target = (["--url", url] if url else []) + (["--container", named] if named else [])
+        found = resolve_target(args)  # each tab's process resolves the name again: a native one has no container
+        target = ["--url", found.url] + (["--container", found.name] if found.name else [])
     target += ["--textual", "--interval", str(args.interval)] + (["--no-gpu"] if args.no_gpu else [])
     check_port(args.bind, args.web_port)
     token = new_token()  # on every bind: any page the user visits can reach 127.0.0.1
@@ -209,12 +190,13 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         from ktwizard.cli.lean import live_process
 
         live_process(args.url)  # a NAME's URL is its record's, http: launch never serves TLS
-    url, container = resolve_target(args)
+    found = resolve_target(args)
+    native = native_of(found.record)
     if args.once:
         from ktwizard.monitor.session import Monitor
         from ktwizard.serial import dump_json
 
-        mon = Monitor(url=url, container=container, gpus=not args.no_gpu, pid=native_of(args.container)[1])
+        mon = Monitor(url=found.url, container=found.container, gpus=not args.no_gpu, pid=native[1])
         mon.sample()
         time.sleep(args.interval)  # a second scrape turns counters into rates
         sample = mon.sample()
@@ -243,13 +225,14 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         open_recording(args.record).close()  # a path that cannot be written fails now, not in the dashboard
     return run_dashboard(
         args,
-        url=url,
-        container=container,
+        url=found.url,
+        container=found.container,
         interval=args.interval,
         gpus=not args.no_gpu,
         record=args.record,
-        deployment=args.container,
-        native=native_of(args.container),
+        deployment=found.name,
+        native=native,
+        predicted=dict(found.record.planned_peaks) if found.record and found.record.planned_peaks else None,
     )
 
 

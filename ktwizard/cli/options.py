@@ -130,6 +130,13 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         "--no-layerwise-prefill", action="store_true", help="do not run long prefills layer by layer on the GPU"
     )
     pr.add_argument(
+        "--chunked-prefill-size",
+        type=count("--chunked-prefill-size", 512, 1 << 20),
+        metavar="N",
+        help="prefill chunk in tokens (default: SGLang's for the GPU size); a larger one prefills faster and costs "
+        "activation memory on every GPU, which the plan budgets",
+    )
+    pr.add_argument(
         "--weights", metavar="DIR", type=mount_path("--weights"), help="the checkpoint folder the server will load"
     )
     pr.add_argument(
@@ -209,4 +216,4 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     goals = replace(goals, gpus=None) if all_gpus else goals
     cal = stored(host, model.spec.id)
     routing = routing_counts(goals, model.spec)
-    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibration=cal, routing=routing)
+    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cal, routing=routing)

@@ -16,6 +16,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ktwizard.planner.forecast.model import decode_point
     from ktwizard.planner.placement import placement_report
     from ktwizard.serial import dump_json
+    from ktwizard.textsafe import shown
 
     counts = read_counts(args.file)
     host, model, made = planned(args)
@@ -44,7 +45,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"routed calls served on the GPU: uniform {report.uniform:.1%}, frequency {report.frequency:.1%}",
         f"decode forecast per stream at {ctx} tokens, {c} stream(s): uniform {decode['uniform']:.1f} tok/s, "
         f"frequency {decode['frequency']:.1f} tok/s",
-        "frequency placement: plan with --placement frequency --expert-stats " + args.file,
+        "frequency placement: plan with --placement frequency --expert-stats " + shown(args.file, newlines=False),
     ]
     sys.stdout.write("\n".join(out) + "\n")
     return 0
@@ -82,21 +83,19 @@ def cmd_record(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ktwizard.apikey import auth_headers
+    from ktwizard.app.target import resolve
     from ktwizard.bench.routing import placement_dir, record
-    from ktwizard.cli.chat import target_of
-    from ktwizard.deploy import records
     from ktwizard.errors import BadInput
     from ktwizard.urlauth import headers_for
 
-    url, key = target_of(args.target)
-    kept = records.load_extra(args.target, "plan") if "://" not in args.target else None
-    goals = kept.get("goals") if isinstance(kept, dict) else {}
-    folder = args.recorder_dir or (goals or {}).get("record_routing")
+    target = resolve(args.target)
+    url, key, kept = target.url, target.key_file, target.plan
+    folder = args.recorder_dir or (kept.goals.record_routing if kept else None)
     if not folder:
         raise BadInput(
             f"{args.target}: not launched with --record-routing DIR (relaunch with it), or give --recorder-dir DIR"
         )
-    model_id = ((kept or {}).get("model") or {}).get("id") or "model"
+    model_id = kept.model.id if kept else "model"
     headers = headers_for(url, auth_headers(args.api_key_file or key))
     bodies = _requests(args.prompts, args.requests)
     out = Path(args.out) if args.out else placement_dir() / model_id / time.strftime("%Y-%m-%d-%H%M%S.pt")

@@ -60,15 +60,15 @@ def cmd_restart(args: argparse.Namespace) -> int:
     """Restart a ktwizard container in place and wait until it answers /health again."""
     import httpx
 
+    from ktwizard.app.target import container_of
     from ktwizard.deploy import records
-    from ktwizard.deploy.engine import connect, find_managed
     from ktwizard.render.names import check_name
 
     check_name(args.name)
     rec = records.load(args.name)
     if rec is not None and rec.kind == "native":
         raise BadInput(f"{args.name} runs natively: stop it and launch it again (ktwizard stop {args.name})")
-    container = find_managed(connect(), args.name)
+    container = container_of(args.name)
     from ktwizard.deploy.labels import label_port
 
     url = rec.url if rec else f"http://127.0.0.1:{label_port(container.labels) or 30000}"

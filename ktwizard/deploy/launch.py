@@ -65,8 +65,11 @@ def follow_startup(
     proc: ServerProcess, plan: Plan, opts: LaunchOptions, out: TextIO = sys.stderr
 ) -> tuple[Deployment, StartupTracker]:
     """Phases with elapsed time until the server is ready and answers HTTP; a diagnosis otherwise."""
+    from dataclasses import replace
+
     tracker = StartupTracker()
-    deployment = proc.deployment()
+    # the plan's peaks go into the record: a dashboard marks them without loading the planner
+    deployment = replace(proc.deployment(), planned_peaks=tuple(sorted(plan.predicted_peaks().items())))
     said: tuple[int, int] | None = None
     try:
         while True:

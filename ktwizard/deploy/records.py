@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ktwizard.errors import BadInput
 from ktwizard.records_store import RecordStore
 from ktwizard.serial import write_atomic
 
@@ -22,11 +22,18 @@ class Deployment:
     pid: int | None = None
     log_path: str | None = None
     pid_start: int | None = None  # the process's start time (procid.start_ticks): a reused PID is not ours
+    # (GPU, the plan's peak in bytes): what a dashboard marks on the bars, read without the planner (its footprint)
+    planned_peaks: tuple[tuple[int, int], ...] = ()
+    # what it really runs, which a launch may set apart from the plan: a bench calibrates only plans of that image,
+    # and never from a server given no GPUs (a stand-in measures nothing about the host's GPUs)
+    image: str = ""  # the container's image ("" for a native server: the plan's)
+    no_gpus: bool = False  # launched with --gpus none
 
 
 def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "ktwizard" / "deployments"
+    from ktwizard import folders
+
+    return folders.deployments()
 
 
 def _check(name: str) -> str:
@@ -46,6 +53,15 @@ def save(d: Deployment) -> Path:
 
 def load(name: str) -> Deployment | None:
     return STORE.load(name)
+
+
+def no_deployment(name: str) -> BadInput:
+    """The one line for a name nothing answers to, in every command."""
+    return BadInput(f"{name}: no deployment of that name (ktwizard ps lists them)")
+
+
+def names() -> list[str]:
+    return STORE.names(EXTRAS)
 
 
 def save_extra(name: str, kind: str, text: str) -> None:

@@ -45,12 +45,14 @@ def stop_deployment(name: str, timeout: int = 30) -> str:
 
     try:
         container = find_managed(connect(), name)
-    except BadInput:
+    except BadInput as exc:
         if rec is None and not corrupt:
-            raise
+            raise records.no_deployment(name) if exc.message.startswith("no container") else exc from None
         records.forget(name)
         return f"{name}: its container is already gone; cleared the deployment record"
     except KtwizardError:
+        if rec is None and not corrupt:  # no record, no labelled process: the name is wrong, not the engine
+            raise records.no_deployment(name) from None
         if not corrupt:
             raise
         # a torn record and no Docker: no labelled process runs, so nothing of it can be running natively

@@ -101,9 +101,9 @@ def launch_fleet(fleet: FleetPlan, opts: FleetOptions, out: TextIO = sys.stderr)
 
             started.router = DockerRouter(fleet, workers, opts.bind, opts.router_image, connect())
         else:
-            from ktwizard.deploy.records import state_dir
+            from ktwizard import folders
 
-            started.router = NativeRouter(fleet, workers, opts.bind, state_dir().parent / "logs")
+            started.router = NativeRouter(fleet, workers, opts.bind, folders.logs())
         rec = FleetRecord(
             name=fleet.name,
             model=fleet.model.id,

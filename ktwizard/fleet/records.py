@@ -36,9 +36,9 @@ class FleetRecord:
 
 
 def fleets_dir() -> Path:
-    from ktwizard.deploy.records import state_dir
+    from ktwizard import folders
 
-    return state_dir().parent / "fleets"
+    return folders.fleets()
 
 
 def _check(name: str) -> str:

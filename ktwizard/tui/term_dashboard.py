@@ -1,9 +1,9 @@
 """`ktwizard monitor` in a terminal: the dashboard's panes drawn with curses, the way nvitop draws its own.
 
 It runs for days beside kt-kernel's inference threads, so its budget is nvitop's resident memory and CPU in the
-same run (docs/architecture.md). Textual's asyncio, compositor and widget tree cost about 19 MB before a pane is drawn, more
-than the whole gap; curses costs half a megabyte and repaints only the cells that changed. The words, bars and
-history lines are monitor/view.py's, the same the Textual dashboard (the wizard's Monitor step, --web,
+same run (docs/architecture.md). Textual's asyncio, compositor and widget tree cost about 19 MB before a pane is
+drawn, more than the whole gap; curses costs half a megabyte and repaints only the cells that changed. The words,
+bars and history lines are monitor/view.py's, the same the Textual dashboard (the wizard's Monitor step, --web,
 --textual) shows. One thread samples; the main thread waits on the keyboard and a wake-up pipe, never on a timer.
 """
 

@@ -434,10 +434,11 @@ def test_a_native_server_is_monitored_whole(served, tmp_path):
     server = {s.labels["gpu"]: s.value for s in fams["ktwizard_gpu_memory_server_bytes"]}
     assert server["0"] > 0
     from ktwizard.cli.monitor import native_of
+    from ktwizard.deploy import records
     from ktwizard.tui.monitor_app import LogPane, MonitorApp
 
     os.environ.update({k: v for k, v in served["env"].items() if k == "XDG_STATE_HOME"})
-    native = native_of(served["name"])
+    native = native_of(records.load(served["name"]))
     assert native[0] and native[1]
 
     async def go() -> str:
@@ -455,6 +456,54 @@ def test_a_native_server_is_monitored_whole(served, tmp_path):
     logged = set(Path(native[0]).read_text().splitlines())
     shown = [line for line in pane.splitlines() if line]
     assert shown and all(line in logged for line in shown) and "no log" not in pane  # the file's own lines
+
+
+def test_monitor_by_name_marks_the_plans_peak_on_the_gpu_bars(served):
+    """`ktwizard monitor NAME` (the curses dashboard, in tmux) shows the plan's peak per GPU beside NVML's figures,
+    as the wizard's Monitor step does: the peak read here from the plan file itself."""
+    from terminal import TMUX, kill, start, wait_for
+
+    from ktwizard.planner.types import Plan
+    from ktwizard.units import human
+
+    if TMUX is None:
+        pytest.skip("tmux is not installed")
+    kept = {k: v for k, v in served["plan"].items() if k != "flags_by_name"}
+    peak = Plan.load(kept, "plan").predicted_peaks()[0]
+    env = " ".join(f"{k}={v}" for k, v in served["env"].items())
+    session = f"ktw-mark-{os.getpid()}"
+    start(session, f"env {env} {sys.executable} -m ktwizard monitor {served['name']}; sleep 30", 120, 40)
+    try:
+        screen = wait_for(session, f"plan {human(peak)}")
+        assert "GPU0" in screen
+    finally:
+        kill(session)
+
+
+def test_a_native_servers_web_tab_and_exporter_need_no_docker_engine(served):
+    """Each --web tab runs `monitor --url URL --container NAME --textual`; for a native server NAME has no
+    container, so neither the tab nor the exporter may ask an engine (here: none reachable)."""
+    env = {**os.environ, **served["env"], "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    url = f"http://127.0.0.1:{served['port']}"
+    out = subprocess.run(
+        [sys.executable, "-m", "ktwizard", "monitor", "--url", url, "--container", served["name"], "--once",
+         "--interval", "0.2", "--no-gpu"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "Docker" not in out.stderr and "server: up" in out.stdout
+
+
+def test_grafana_prometheus_scrapes_every_launched_deployment_and_nothing_else(served):
+    """With no names it scrapes every deployment record: the plan and peak report kept beside one are not
+    deployments of their own."""
+    import yaml
+
+    out = run_cli("grafana", "--prometheus", env=served["env"])
+    assert out.returncode == 0, out.stderr
+    config = yaml.safe_load(out.stdout)
+    labels = [t["labels"]["deployment"] for job in config["scrape_configs"] for t in job["static_configs"]]
+    assert labels == [served["name"]] * 2, out.stdout  # the server and its exporter
 
 
 # ---- the dashboard evaluated by a real Prometheus ----

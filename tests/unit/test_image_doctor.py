@@ -176,7 +176,7 @@ def test_image_carries_the_cudnn_multimodal_models_start_with():
     major, minor = (int(x) for x in torch_pin.split(".")[:2])
     code = major * 10000 + minor * 100  # cudnn_version.h: CUDNN_VERSION for cuDNN 9
     assert float(str(code)[:3]) / 100 < 9.15 and rules.cudnn_refused(torch_pin)  # what torch alone would bring
-    text, _ = render_dockerfile(probe(root=str(HOSTS / "rtx-pro-6000-epyc-9355"), with_engine=False))
+    text, _ = render_dockerfile(probe(root=str(HOSTS / "h200-1gpu-xeon-amx"), with_engine=False))
     (arg,) = re.findall(r"^ARG CUDNN=([0-9.]+)$", text, re.M)
     assert '"nvidia-cudnn-cu12==${CUDNN}"' in text
     major, minor = (int(x) for x in arg.split(".")[:2])

@@ -299,8 +299,7 @@ def forecast(
     prompts = sorted({p for p in PREFILL_PROMPTS if p <= max(context, PREFILL_PROMPTS[0])} | {max(1, context)})
     prefill = []
     for p in prompts:
-        secs, path = prefill_time(s, p, t)
-        secs /= factor
+        secs, path = prefill_time(s, p, t)  # a bench calibrates decode only: prefill is not scaled by its factor
         prefill.append(PrefillPoint(p, round(p / secs, 1), round(secs, 2), path, band(p / secs, "prefill")))
     st = decode_step(s, context, concurrency, t)
     return Forecast(
@@ -360,7 +359,8 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
             else "no layerwise path"
         )
         + f"; GPU GEMMs and attention at {t.gpu_flops_eff:.2f} x {s.gpu.flops / 1e12:.0f} TFLOP/s",
-        "terms fitted to published SGLang-KT runs and validated on machines and authors never fitted; ranges are "
+        "terms fitted to published SGLang-KT runs (what each rests on: docs/forecast.md) and validated on machines "
+        "and authors never fitted; ranges are "
         "the held-out error's 10th-90th percentile ("
         + ", ".join(f"{k} {lo:+.0%}..{hi:+.0%}" for k, (lo, hi) in HELD_OUT.items())
         + "; "

@@ -177,6 +177,14 @@ class LaunchScreen(Step):
             with Vertical(classes="field"):
                 yield Label("environment")
                 yield Input("", placeholder="K=V,K=V", id="env")
+            with Vertical(classes="field"):
+                yield Label("runner")
+                yield Select(
+                    [("auto", "auto"), ("Docker", "docker"), ("native", "native")],
+                    value="auto",  # Docker when this machine's engine answers, else python -m sglang.launch_server
+                    allow_blank=False,
+                    id="runner",
+                )
         yield Static(id="image-status")
         yield RichLog(id="launch-log", max_lines=400, wrap=True, markup=False, highlight=False)
         yield Footer()
@@ -290,12 +298,15 @@ class LaunchScreen(Step):
     def launch_worker(self, plan: Plan, before: float | None = None) -> None:
         import io
 
-        from ktwizard.deploy.launch import follow_startup
-        from ktwizard.deploy.peak import run_peak_check
-        from ktwizard.deploy.runners import launch_options, start
+        from ktwizard.app.launch import launch, runs_natively
+        from ktwizard.deploy.runners import launch_options
         from ktwizard.inputs import parse_count, parse_env
 
         log = self.query_one("#launch-log", RichLog)
+        runner = str(self.query_one("#runner", Select).value)
+        native, why = runs_natively(runner)
+        if why:
+            self.app.call_from_thread(log.write, why)
         try:
             port = self.query_one("#port", Input).value.strip()
             opts = launch_options(
@@ -305,6 +316,7 @@ class LaunchScreen(Step):
                 image=self.query_one("#image", Input).value.strip() or None,
                 gpus=None if self.query_one("#gpu-mode", Select).value == "none" else "plan",
                 env=parse_env([kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()]),
+                native=native,
             )
         except KtwizardError as exc:
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
@@ -320,16 +332,12 @@ class LaunchScreen(Step):
         self_app = self.app
         try:
             out = cast(TextIO, Lines())
-            proc = start(plan, opts, out=out)
-            deployment, _ = follow_startup(proc, plan, opts, out=out)
-            run_peak_check(plan, proc, deployment, opts, out=out)
-            from dataclasses import replace
-
+            with launch(plan, opts, out=out) as done:  # the CLI's launch: plan and peak report kept by the record
+                deployment = done.deployment
             from ktwizard.render.clients import clients_text
 
-            served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))
             out.write(f"{deployment.name} ready at {deployment.url}; Esc in the monitor comes back to this summary\n")
-            out.write(clients_text(served))
+            out.write(clients_text(done.plan))
         except KtwizardError as exc:
             self.app.call_from_thread(log.write, f"FAILED: {exc.message}")
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)

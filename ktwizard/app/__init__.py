@@ -1,0 +1,4 @@
+"""The application layer: what the product does, once, for both front ends (docs/architecture.md).
+
+The CLI parses and prints, the wizard collects and draws; both call these workflows: resolve a target (target.py),
+launch (launch.py), placement (placement.py). Below it: deploy, monitor, fleet, bench and the domain."""

@@ -1,0 +1,104 @@
+"""Launch, once for the CLI and the wizard: start → follow to ready → keep the plan (its key file, its peaks) beside
+the record → peak check → keep its report. Whatever starts a server through here leaves what `chat`, `bench`,
+`exporter`, `monitor` and `placement record` read."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TextIO
+
+from ktwizard.deploy.launch import LaunchOptions, ServerProcess
+from ktwizard.deploy.peak import PeakReport
+from ktwizard.deploy.records import Deployment
+from ktwizard.errors import BadInput
+from ktwizard.planner.types import Plan
+
+
+@dataclass(frozen=True)
+class Launched:
+    deployment: Deployment
+    proc: ServerProcess
+    plan: Plan  # as served: the port and address it really listens on
+    peak: PeakReport | None
+
+
+def make_room(opts: LaunchOptions, out: TextIO = sys.stderr) -> None:
+    """A native server still running under this name would be orphaned by a second one (its record overwritten,
+    its log truncated): refuse, or stop it first with --yes. A container of the name is the engine's to refuse
+    (docker_proc.check_name); a record whose server is gone is simply replaced."""
+    from ktwizard.deploy import records
+    from ktwizard.deploy.procid import running_as_recorded
+
+    rec = records.load(opts.name)
+    if rec is None:
+        return
+    if rec.kind == "native":
+        alive = rec.pid is not None and running_as_recorded(rec.pid, rec.pid_start)
+        what = f"natively (process group {rec.pid}) at {rec.url}"
+    else:
+        alive, what = opts.native, f"in its container at {rec.url}"  # a container is checked by the engine
+    if not alive:
+        return
+    if not opts.yes:
+        raise BadInput(
+            f"{opts.name} is already running {what}: ktwizard stop {opts.name} first, or pass --yes to replace it "
+            "(or choose another --name)"
+        )
+    from ktwizard.deploy.stop import stop_deployment
+
+    print(stop_deployment(opts.name), file=out, flush=True)
+
+
+def runs_natively(runner: str) -> tuple[bool, str]:
+    """The wizard's runner choice: "auto" is Docker when this machine's engine answers, else native (with why)."""
+    if runner != "auto":
+        return runner == "native", ""
+    from ktwizard.host.engine import probe_engine
+    from ktwizard.host.root import Root
+
+    engine = probe_engine(Root("/"))
+    if engine.reachable:
+        return False, ""
+    return True, f"no Docker engine here ({engine.reason}): launching natively (python -m sglang.launch_server)"
+
+
+def keep(name: str, kind: str, value: object, out: TextIO = sys.stderr) -> None:
+    """Keep the plan or the peak report beside the record; a failure only warns (the server runs)."""
+    from ktwizard.deploy.records import save_extra
+    from ktwizard.serial import dump_json
+
+    try:
+        save_extra(name, kind, dump_json(value))
+    except OSError as exc:
+        print(f"warning: could not keep the {kind} of {name} ({exc.strerror or exc})", file=out)
+
+
+@contextlib.contextmanager
+def launch(
+    plan: Plan,
+    opts: LaunchOptions,
+    *,
+    out: TextIO = sys.stderr,
+    peak_check: bool = True,
+    peak_tokens: int | None = None,
+) -> Iterator[Launched]:
+    """The server started, ready, its plan kept and its peak checked; the name stays claimed (deploy.namelock: two
+    launches of one name at once would leave two servers and one record) until the body ends."""
+    from ktwizard.deploy.launch import follow_startup
+    from ktwizard.deploy.namelock import launch_lock
+    from ktwizard.deploy.peak import run_peak_check
+    from ktwizard.deploy.runners import start
+
+    make_room(opts, out)  # before the lock: --yes stops the running one, which the lock would refuse
+    with launch_lock(opts.name):
+        proc = start(plan, opts, out=out)
+        deployment, _ = follow_startup(proc, plan, opts, out=out)
+        keep(deployment.name, "plan", plan, out)
+        peak = run_peak_check(plan, proc, deployment, opts, tokens=peak_tokens, out=out) if peak_check else None
+        if peak is not None:
+            keep(deployment.name, "peak", peak, out)
+        served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))
+        yield Launched(deployment, proc, served, peak)

@@ -1,0 +1,108 @@
+"""Which server is NAME? One answer for every command: a deployment's record, the plan its launch kept (typed), its
+URL and API key file; or a URL as given. An unknown name is the same line everywhere, whatever the Docker engine's
+state (an unreachable engine is not the user's mistake about a name)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktwizard.errors import BadInput, KtwizardError
+
+if TYPE_CHECKING:  # a dashboard resolves names without loading the planner (its footprint)
+    from ktwizard.deploy.records import Deployment
+    from ktwizard.planner.types import Plan
+
+
+@dataclass(frozen=True)
+class Target:
+    url: str
+    name: str | None = None  # the deployment's name, when it was given by name
+    record: Deployment | None = None
+    plan: Plan | None = None  # the plan its launch kept beside the record
+    container: str | None = None  # a container to watch (Docker deployments only)
+
+    @property
+    def key_file(self) -> str | None:
+        return self.plan.goals.api_key_file if self.plan is not None else None
+
+    @property
+    def native(self) -> bool:
+        return self.record is not None and self.record.kind == "native"
+
+
+def no_deployment(name: str) -> BadInput:
+    from ktwizard.deploy.records import no_deployment as line
+
+    return line(name)
+
+
+def saved_plan(name: str) -> Plan | None:
+    """The plan a launch kept beside the record, as a Plan (never a raw dict: a renamed field fails here, loudly)."""
+    from ktwizard.deploy import records
+
+    data = records.load_extra(name, "plan")
+    if data is None:
+        return None
+    from ktwizard.planner.types import Plan
+
+    return Plan.load(data, f"the plan kept for {name}")
+
+
+def resolve(ref: str, with_plan: bool = True) -> Target:
+    """NAME | URL → Target. A name without a record may still be a container ktwizard labelled (its URL from the
+    port label); anything else is "no deployment"."""
+    if "://" in ref:
+        from ktwizard.inputs import parse_url
+
+        return Target(url=parse_url(ref, "URL").rstrip("/"))
+    from ktwizard.deploy import records
+    from ktwizard.render.names import check_name
+
+    check_name(ref)
+    rec = records.load(ref)
+    if rec is not None:
+        plan = saved_plan(ref) if with_plan else None
+        return Target(rec.url, ref, rec, plan, ref if rec.kind == "docker" else None)
+    from ktwizard.deploy.labels import label_port
+
+    port = label_port(container_of(ref).labels)
+    if port is None:
+        raise BadInput(f"{ref}: its io.ktwizard.port label is missing or not a port; give its URL")
+    return Target(f"http://127.0.0.1:{port}", ref, None, None, ref)
+
+
+def container_of(name: str) -> Any:
+    """The Docker container of deployment `name`: refused for a native one, "no deployment" when the engine has
+    none of that name or cannot be reached while no record names it."""
+    from ktwizard.deploy import records
+    from ktwizard.deploy.engine import connect, find_managed
+
+    rec = records.load(name)
+    if rec is not None and rec.kind == "native":
+        raise BadInput(f"{name} runs natively, not in a container (ktwizard stop {name}; ktwizard logs {name})")
+    try:
+        client = connect()
+    except KtwizardError:
+        if rec is None:
+            raise no_deployment(name) from None
+        raise
+    try:
+        return find_managed(client, name)
+    except BadInput as exc:
+        if rec is None and exc.message.startswith("no container"):
+            raise no_deployment(name) from None
+        raise
+
+
+def log_file(name: str) -> Path | None:
+    """The log of a native server of that name: its record's, or the one a failed native launch left behind."""
+    from ktwizard import folders
+    from ktwizard.deploy import records
+
+    rec = records.load(name)
+    if rec is not None:
+        return Path(rec.log_path) if rec.kind == "native" and rec.log_path else None
+    left = folders.logs() / f"{name}.log"
+    return left if left.is_file() else None
