@@ -309,8 +309,7 @@ def forecast(
     prompts = sorted({p for p in PREFILL_PROMPTS if p <= max(context, PREFILL_PROMPTS[0])} | {max(1, context)})
     prefill = []
     for p in prompts:
-        secs, path = prefill_time(s, p, t)
-        secs /= factor
+        secs, path = prefill_time(s, p, t)  # a bench calibrates decode only: prefill is not scaled by its factor
         prefill.append(PrefillPoint(p, round(p / secs, 1), round(secs, 2), path, band(p / secs, "prefill")))
     st = decode_step(s, context, concurrency, t)
     return Forecast(
