@@ -33,7 +33,7 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
     if model_dir:
         from ktwizard.models.inspect import inspect_checkpoint
 
-        result = inspect_checkpoint(model_dir)
+        result = _remote(model_dir) if model_dir.startswith("hf:") else inspect_checkpoint(model_dir)
         # Presets of the same class and size, found from their config alone:
         # building every preset's spec is the slow part.
         same = [p for p in all_presets().values() if _shape(p.config) == (result.spec.architecture, result.spec.hidden)]
@@ -56,6 +56,21 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         p = get_preset(preset)
         return ModelChoice(p.spec(), p.sglang, recipe_for(p.id))
     raise BadInput("name a model: --preset ID (ktwizard presets lists them) or --model DIR (a checkpoint folder)")
+
+
+def _remote(ref: str) -> Any:
+    """--model hf:ORG/NAME[@REV]: the checkpoint read from the Hub's headers, planned as a local folder would be."""
+    from ktwizard.models.hub import read_remote
+
+    remote = read_remote(ref)
+    spec = replace(
+        remote.inspection.spec,
+        repos=(remote.inspection.spec.source.removeprefix("hf:").split("@")[0],),
+        revision=remote.commit,
+        download_bytes=remote.download_bytes,
+        download_rate=remote.rate_bytes_s or 0.0,
+    )
+    return replace(remote.inspection, spec=spec)
 
 
 def _squash(text: str) -> str:
@@ -239,6 +254,9 @@ def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
         gpus=parse_gpus(text("gpus") or None),
         kv_dtype=text("kv_dtype") or "auto",
         method=text("method").upper() or None,
+        chunked_prefill=parse_count(text("chunked_prefill"), "prefill chunk", 512, 1 << 20)
+        if text("chunked_prefill")
+        else None,
     )
 
 
@@ -272,6 +290,7 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         placement=given("placement", base.placement),
         expert_stats=given("expert_stats", base.expert_stats),
         record_routing=given("record_routing", base.record_routing),
+        chunked_prefill=given("chunked_prefill_size", base.chunked_prefill),
     )
 
 

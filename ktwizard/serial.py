@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ktwizard.errors import BadInput
+from ktwizard.textsafe import printable
 
 T = TypeVar("T")
 
@@ -96,7 +97,8 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
     if tp in (str, bool):
         if not isinstance(data, tp):
             raise BadInput(f"{where}: expected {tp.__name__}, got {data!r}")
-        return data
+        # every string a record, plan, profile or recording holds reaches some renderer: no escape sequences
+        return printable(data) if isinstance(data, str) else data
     raise BadInput(f"{where}: cannot read a value of type {tp}")
 
 

@@ -8,6 +8,10 @@ that did not come from ktwizard itself goes through `shown`.
 from __future__ import annotations
 
 import re
+import typing
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # CSI, OSC (ended by BEL or ST), other two-byte ESC sequences, then every other C0/C1 control but \n and \t
 _ESCAPES = re.compile(
@@ -45,3 +49,21 @@ def url_shown(text: str, limit: int = 200) -> str:
         rest = "***@" + rest.rpartition("@")[2]
     out = printable(head + rest, newlines=False)
     return out if len(out) <= limit else out[:limit] + "..."
+
+
+def scrubbed(value: T) -> T:
+    """`value` (a frozen dataclass, tuple, list, dict or str, nested) with every string made printable: what a host
+    file, a probed root or a record says is shown by many renderers, so it is cleaned once where it is read."""
+    import dataclasses
+
+    out: Any = value
+    if isinstance(value, str):
+        out = printable(value)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: scrubbed(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        out = dataclasses.replace(value, **changes)
+    elif isinstance(value, tuple | list):
+        out = type(value)(scrubbed(v) for v in value)
+    elif isinstance(value, dict):
+        out = {scrubbed(k): scrubbed(v) for k, v in value.items()}
+    return typing.cast(T, out)

@@ -92,7 +92,11 @@ def method(flag: str = "--method") -> Callable[[str], str]:
 def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
-    src.add_argument("--model", metavar="DIR", help="a local checkpoint folder (config.json + safetensors)")
+    src.add_argument(
+        "--model",
+        metavar="DIR|hf:ORG/NAME[@REV]",
+        help="a local checkpoint folder, or a Hugging Face repository read before downloading (headers only)",
+    )
     pr.add_argument(
         "--host",
         metavar="FILE|NAME",
@@ -124,6 +128,13 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
     pr.add_argument("--kv-dtype", choices=("auto", "bf16", "fp8_e4m3"), help="KV cache type (default auto: bf16)")
     pr.add_argument(
         "--no-layerwise-prefill", action="store_true", help="do not run long prefills layer by layer on the GPU"
+    )
+    pr.add_argument(
+        "--chunked-prefill-size",
+        type=count("--chunked-prefill-size", 512, 1 << 20),
+        metavar="N",
+        help="prefill chunk in tokens (default: SGLang's for the GPU size); a larger one prefills faster and costs "
+        "activation memory on every GPU, which the plan budgets",
     )
     pr.add_argument(
         "--weights", metavar="DIR", type=mount_path("--weights"), help="the checkpoint folder the server will load"
@@ -205,4 +216,4 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     goals = replace(goals, gpus=None) if all_gpus else goals
     cal = stored(host, model.spec.id)
     routing = routing_counts(goals, model.spec)
-    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibration=cal, routing=routing)
+    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cal, routing=routing)

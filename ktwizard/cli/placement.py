@@ -16,6 +16,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ktwizard.planner.forecast.model import decode_point
     from ktwizard.planner.placement import placement_report
     from ktwizard.serial import dump_json
+    from ktwizard.textsafe import shown
 
     counts = read_counts(args.file)
     host, model, made = planned(args)
@@ -44,7 +45,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"routed calls served on the GPU: uniform {report.uniform:.1%}, frequency {report.frequency:.1%}",
         f"decode forecast per stream at {ctx} tokens, {c} stream(s): uniform {decode['uniform']:.1f} tok/s, "
         f"frequency {decode['frequency']:.1f} tok/s",
-        "frequency placement: plan with --placement frequency --expert-stats " + args.file,
+        "frequency placement: plan with --placement frequency --expert-stats " + shown(args.file, newlines=False),
     ]
     sys.stdout.write("\n".join(out) + "\n")
     return 0

@@ -16,6 +16,7 @@ from ktwizard.host.numa import node_of_cpu, probe_numa
 from ktwizard.host.nvml import LiveNvml, NvmlSource, RecordedNvml
 from ktwizard.host.profile import GPU, Engine, HostProfile, NumaNode
 from ktwizard.host.root import Root
+from ktwizard.textsafe import scrubbed
 
 
 def _gpu_nodes(root: Root, gpus: tuple[GPU, ...], nodes: tuple[NumaNode, ...]) -> tuple[GPU, ...]:
@@ -55,16 +56,18 @@ def probe(
     disk = probe_disk(weights_dir or default_weights_dir(env)) if r.live or weights_dir else None
     hostname = socket.gethostname() if r.live else (r.first_line("etc/hostname") or r.path.name)
     kernel = platform.release() if r.live else (r.first_line("proc/sys/kernel/osrelease") or "")
-    return HostProfile(
-        cpu=cpu,
-        memory=memory,
-        gpus=gpus,
-        numa_nodes=nodes,
-        disk=disk,
-        engine=probe_engine(r)
-        if with_engine
-        else Engine(reachable=False, reason="not probed (asked to skip the engine)"),
-        hostname=hostname,
-        kernel=kernel,
-        source="live" if r.live else f"recorded:{r.path.name}",
+    return scrubbed(  # a recorded root's hostname, CPU model or GPU name may carry escape sequences
+        HostProfile(
+            cpu=cpu,
+            memory=memory,
+            gpus=gpus,
+            numa_nodes=nodes,
+            disk=disk,
+            engine=probe_engine(r)
+            if with_engine
+            else Engine(reachable=False, reason="not probed (asked to skip the engine)"),
+            hostname=hostname,
+            kernel=kernel,
+            source="live" if r.live else f"recorded:{r.path.name}",
+        )
     )

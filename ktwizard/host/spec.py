@@ -23,6 +23,7 @@ from ktwizard.host.profile import (
     NumaNode,
 )
 from ktwizard.serial import from_data, read_structured
+from ktwizard.textsafe import scrubbed
 from ktwizard.units import GiB
 
 ASSETS = bundled("assets") / "hosts"
@@ -171,7 +172,7 @@ def host_from_data(data: Any, where: str) -> HostProfile:
     """A saved HostProfile (from `probe --save`) or a hand-written spec, told apart by their keys."""
     if isinstance(data, dict) and "schema" in data and "gpus" in data and isinstance(data.get("gpus"), dict):
         return check_saved_host(from_data(HostProfile, data, where), where)
-    return host_from_spec(data, where)
+    return scrubbed(host_from_spec(data, where))  # a GPU's or the host's name may carry escape sequences
 
 
 def bundled_hosts() -> list[str]:

@@ -50,7 +50,9 @@ class FleetMonitor:
         self.machine = Monitor(gpus=gpus)
 
     def sample(self) -> FleetSample:
-        router = self.router.sample()
+        from ktwizard.textsafe import scrubbed
+
+        router = scrubbed(self.router.sample())  # the router's JSON names workers and errors: shown as text
         reps = []
         alerts = []
         if not router.up:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ktwizard.monitor.logs import LogFollower
 from ktwizard.monitor.samples import HISTORY, Alert, Sample, ServerSample
+from ktwizard.textsafe import scrubbed
 
 ALL = frozenset({"gpu", "host", "container", "server"})
 
@@ -53,7 +54,7 @@ class Monitor:
         fields: dict[str, Any] = {}
         for name in sorted(panes & self.samplers.keys()):
             fields.update(self.samplers[name].fields())
-        s = Sample(t=time.time(), **fields)
+        s = scrubbed(Sample(t=time.time(), **fields))  # server strings, once, for every dashboard that shows them
         if "server" in panes:
             s = self._from_log(s)
         s = replace(s, alerts=tuple(self._alerts(s)))

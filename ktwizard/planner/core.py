@@ -12,11 +12,11 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.routing import RoutingCounts
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner.calibration import Calibration, host_key
+from ktwizard.planner.calibration import Calibration, factor_for, host_key, key_of
 from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
 from ktwizard.planner.memory import host_budget
-from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
+from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
@@ -167,7 +167,7 @@ def plan(
     hints: SglangHints | None = None,
     recipe: Recipe | None = None,
     trial: bool = False,
-    calibration: Calibration | None = None,
+    calibrations: tuple[Calibration, ...] = (),
     routing: RoutingCounts | None = None,
 ) -> Plan:
     """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
@@ -242,22 +242,20 @@ def plan(
     )
     if trial:
         return result
-    from ktwizard.planner.forecast.model import forecast, setup_for
+    if result.fits:  # a plan that does not fit runs at no speed: it gets no forecast
+        from ktwizard.planner.forecast.from_plan import setup_from_plan
+        from ktwizard.planner.forecast.model import forecast
 
-    threshold = layerwise_threshold(choice.method, spec) if sizing.layerwise else None
-    hit = None
-    if routing is not None:  # the GPU's share of routed calls under the plan's placement, from the user's recording
-        from ktwizard.planner.placement import placement_report
+        hit = None
+        if routing is not None:  # the GPU's share of routed calls under the plan's placement, from the recording
+            from ktwizard.planner.placement import placement_report
 
-        report = placement_report(routing, spec, gpu_experts, goals.expert_stats or "routing file")
-        hit = report.frequency if goals.placement == "frequency" else report.uniform
-    setup = setup_for(
-        host, spec, choice.method, gpu_experts, gpus, threads.cpuinfer, threads.pools, sizing.chunk, threshold, hit
-    )
-    same = calibration is not None and (calibration.host_key, calibration.model) == (result.host_key, spec.id)
-    cal = calibration if same else None
-    fc = forecast(setup, sizing.context, goals.concurrency, cal.factor if cal else 1.0, cal.line if cal else "")
-    result = replace(result, forecast=fc)
+            report = placement_report(routing, spec, gpu_experts, goals.expert_stats or "routing file")
+            hit = report.frequency if goals.placement == "frequency" else report.uniform
+        setup = setup_from_plan(host, spec, result, hit)  # what is rendered: chunk, threshold, threads, pools
+        cal = factor_for(key_of(result), calibrations)  # only a bench of exactly this key corrects the forecast
+        fc = forecast(setup, sizing.context, goals.concurrency, cal.decode if cal else 1.0, cal.line if cal else "")
+        result = replace(result, forecast=fc)
     if spec.architecture == "DeepseekV2ForCausalLM":
         from ktwizard.planner.memory.layers import place_layers
 
@@ -273,7 +271,11 @@ def plan(
         result = replace(result, suggestions=tuple(suggest(host, spec, goals, replan)), notices=(*result.notices,
                          *hints_now))  # fmt: skip
     else:
-        found = wins.method_wins(host, spec, result, replan) + wins.context_wins(host, spec, result, replan)
+        found = (
+            wins.method_wins(host, spec, result, replan)
+            + wins.context_wins(host, spec, result, replan)
+            + wins.chunk_wins(host, spec, result, replan)
+        )
         result = replace(result, notices=(*result.notices, *found))
     return result
 

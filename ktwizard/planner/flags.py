@@ -196,7 +196,9 @@ def build_flags(
             sizing.chunk,
             f"SGLang's default for this GPU size is {sizing.chunk_default}"
             + (
-                "; raised to the recipe-tested 16384 for layerwise prefill on a large card"
+                "; chosen with --chunked-prefill-size, its activations budgeted on every GPU"
+                if goals.chunked_prefill
+                else "; raised to the recipe-tested 16384 for layerwise prefill on a large card"
                 if sizing.chunk > sizing.chunk_default
                 else ""
             )

@@ -40,6 +40,7 @@ class Goals:
     placement: str = "uniform"  # --kt-expert-placement-strategy: uniform | frequency
     expert_stats: str | None = None  # the routing dump frequency placement reads (--init-expert-location)
     record_routing: str | None = None  # a host folder the expert-distribution recorder writes its dumps to
+    chunked_prefill: int | None = None  # --chunked-prefill-size; None: SGLang's default for the GPU size
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,56 @@ def context_wins(host: HostProfile, spec: ModelSpec, made: Plan, replan: Replan)
     ]
 
 
+# The chunks published KT runs use (16,384-32,768: the recipe, the Kimi-K2-Thinking and MiniMax tutorials), largest
+# first; SGLang's default on a 24-48 GB card is 2,048 (or 4,096), which prefills a long prompt in many slow chunks.
+PUBLISHED_CHUNKS = (32768, 16384)
+DECODE_KEPT = 0.97  # a larger chunk is suggested only while one stream's decode keeps this share
+
+
+def chunk_wins(host: HostProfile, spec: ModelSpec, made: Plan, replan: Replan) -> list[Notice]:
+    """A larger prefill chunk, when the ledger finds room for its activations: the largest published one that fits,
+    said with the prefill forecast at the plan's context."""
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import prefill_time
+
+    if made.forecast is None or made.goals.chunked_prefill is not None:  # a chunk the user chose stays theirs
+        return []
+    now = made.flag("--chunked-prefill-size")
+    prompt = made.forecast.prefill_at_goals.prompt_tokens
+    if not isinstance(now, int) or prompt <= now:
+        return []
+    mine = made.forecast.prefill_at_goals.tok_s
+    for size in PUBLISHED_CHUNKS:
+        if size <= now:
+            break
+        other = _trial(replan, replace(made.goals, chunked_prefill=size))
+        if other is None:
+            continue
+        # the activations may take GPU experts' room: worth it only while decode keeps within DECODE_KEPT
+        decode = _decode(host, spec, other, 0), made.forecast.decode_at(0, 1).tok_s_per_stream / made.forecast.factor
+        if decode[0] < DECODE_KEPT * decode[1]:
+            continue
+        secs, _ = prefill_time(setup_from_plan(host, spec, other), prompt)
+        theirs = prompt / secs * made.forecast.factor
+        if theirs < WORTH * mine:
+            return []
+        experts = (
+            f"beside the same {made.gpu_experts} GPU experts"
+            if other.gpu_experts >= made.gpu_experts
+            else f"with {other.gpu_experts} GPU experts instead of {made.gpu_experts} (decode {decode[0]:.1f} "
+            f"against {decode[1]:.1f} tok/s)"
+        )
+        return [
+            Notice(
+                "info",
+                f"Prefill chunks of {size} tokens fit {experts} and forecast {theirs:.0f} tok/s for a "
+                f"{prompt}-token prompt against {mine:.0f} with {now}",
+                f"plan with --chunked-prefill-size {size}",
+            )
+        ]
+    return []
+
+
 def fitting_alternatives(host: HostProfile, spec: ModelSpec, goals: Goals, plan_for: Callable) -> list[Notice]:
     """When nothing fits: the official FP8 checkpoint of this model, then the other presets, that fit this host."""
     from ktwizard.models.presets import all_presets

@@ -75,6 +75,10 @@ def _gpu(indices: list[int], b: GpuBudget) -> list[str]:
         + (f", {human(left)} unused" if left >= 0 else f": OVER by {human(-left)}"),
         "  ",
     )
+    if b.margin_parts:  # what the margin is made of: each estimate's uncertainty (planner/memory/margin.py)
+        out += wrap(
+            "kept free: " + "; ".join(f"{name} {human(n)}" for name, n, _ in b.margin_parts if n), "  ", "        "
+        )
     out += _items(b.items, b.total)
     peaks = [f"{p.phase} {human(p.bytes)}" + (" (binding)" if p.phase == b.binding else "") for p in b.phases]
     out += wrap("phases: " + " · ".join(peaks), "  ", "        ")
@@ -180,10 +184,16 @@ def forecast_headline(f: Forecast) -> str:
     g, p = f.at_goals, f.prefill_at_goals
     return (
         f"Forecast at the plan's goals ({_k(f.context_tokens)} context, {f.concurrency} stream(s)): decode "
-        f"{g.tok_s_per_stream:.1f} tok/s per stream, {g.tok_s_total:.1f} in total; a {_k(p.prompt_tokens)}-token "
-        f"prompt prefills at {p.tok_s:.0f} tok/s (first token after {p.ttft_s:.1f} s, {p.path}). One stream at a "
-        f"short context: {f.single.tok_s_per_stream:.1f} tok/s." + (f" {f.calibration}." if f.calibration else "")
+        f"{g.tok_s_per_stream:.1f} tok/s per stream ({_span(g.range)}), {g.tok_s_total:.1f} in total; a "
+        f"{_k(p.prompt_tokens)}-token prompt prefills at {p.tok_s:.0f} tok/s ({_span(p.range, 0)}; first token after "
+        f"{p.ttft_s:.1f} s, {p.path}). One stream at a short context: {f.single.tok_s_per_stream:.1f} tok/s."
+        + (f" {f.calibration}." if f.calibration else "")
+        + " Ranges: where published runs on machines the forecast was never fitted to landed."
     )
+
+
+def _span(r: tuple[float, float], digits: int = 1) -> str:
+    return f"range {r[0]:.{digits}f}-{r[1]:.{digits}f}"
 
 
 def forecast_grid(f: Forecast) -> str:

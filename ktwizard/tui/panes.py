@@ -18,6 +18,7 @@ from textual.widgets import Log
 from ktwizard.monitor.samples import Sample
 from ktwizard.monitor.view import AlertsView, GpuView, HostView, Line, ThroughputView, View, fmt
 from ktwizard.monitor.view import gauge as line_gauge
+from ktwizard.textsafe import printable
 from ktwizard.tui.rows import Rows
 
 if TYPE_CHECKING:
@@ -27,7 +28,8 @@ __all__ = ["AlertsPane", "GpuPane", "HostPane", "LogPane", "Pane", "ThroughputPa
 
 
 def rich_text(line: Line) -> Text:
-    return Text.assemble(*line)
+    # a server's model name, error or log line reaches here: no escape sequence (OSC 52 included) gets through
+    return Text.assemble(*((printable(text, newlines=False), style) for text, style in line))
 
 
 def gauge(label: str, frac: float, tail: str, width: int, mark: float | None = None) -> Text:

@@ -8,8 +8,10 @@ from ktwizard.planner.forecast.model import Setup, setup_for
 from ktwizard.planner.types import Plan
 
 
-def setup_from_plan(host: HostProfile, spec: ModelSpec, plan: Plan) -> Setup:
-    """The forecast's inputs as a made plan renders them (its flags are what the server will run)."""
+def setup_from_plan(host: HostProfile, spec: ModelSpec, plan: Plan, hit_rate: float | None = None) -> Setup:
+    """The forecast's inputs as a made plan renders them (its flags are what the server will run): the chunk is the
+    rendered --chunked-prefill-size, the layerwise threshold --kt-gpu-prefill-token-threshold, the threads and
+    subpools --kt-cpuinfer and --kt-threadpool-count. hit_rate: the GPU's share of routed calls from a recording."""
     flags = {f.name: f.value for f in plan.flags}
 
     def num(name: str, default: int) -> int:
@@ -29,4 +31,5 @@ def setup_from_plan(host: HostProfile, spec: ModelSpec, plan: Plan) -> Setup:
         num("--kt-threadpool-count", 1),
         num("--chunked-prefill-size", 8192),
         threshold,
+        hit_rate,
     )

@@ -40,6 +40,7 @@ class PlanScreen(Step):
             self.query_one("#context", Input).value = str(g.context or "")
             self.query_one("#concurrency", Input).value = str(g.concurrency)
             self.query_one("#gpu-experts", Input).value = "" if g.gpu_experts is None else str(g.gpu_experts)
+            self.query_one("#chunk", Input).value = str(g.chunked_prefill or "")
             self.query_one("#gpus", Input).value = ",".join(map(str, g.gpus)) if g.gpus else ""
             self.query_one("#kv", Select).value = g.kv_dtype if g.kv_dtype != "bf16" else "auto"
             self.query_one("#method", Select).value = g.method or ""
@@ -57,6 +58,7 @@ class PlanScreen(Step):
                     "GPU experts / layer",
                     Input("" if g.gpu_experts is None else str(g.gpu_experts), placeholder="auto", id="gpu-experts"),
                 ),
+                ("prefill chunk", Input(str(g.chunked_prefill or ""), placeholder="auto", id="chunk")),
                 ("GPUs", Input(",".join(map(str, g.gpus or ())), placeholder="all", id="gpus")),
                 (
                     "KV cache",
@@ -102,6 +104,7 @@ class PlanScreen(Step):
                 ("context", "context"),
                 ("concurrency", "concurrency"),
                 ("gpu_experts", "gpu-experts"),
+                ("chunked_prefill", "chunk"),
                 ("gpus", "gpus"),
                 ("kv_dtype", "kv"),
                 ("method", "method"),
@@ -125,7 +128,7 @@ class PlanScreen(Step):
             goals = self.goals()
             model = self.state.model()
             result = plan(
-                self.host, model.spec, goals, model.hints, model.recipe, calibration=stored(self.host, model.spec.id)
+                self.host, model.spec, goals, model.hints, model.recipe, calibrations=stored(self.host, model.spec.id)
             )
         except KtwizardError as exc:
             verdict_w.update(Text(exc.message, style="red"))

@@ -1,0 +1,130 @@
+"""Hostile pass 5, escape sequences: every string from outside (a host file, a recorded root, a record, a
+calibration, a recording, a server's answer, a file name) reaches every renderer without a terminal escape sequence,
+an OSC 52 clipboard write included. textsafe.printable is the one sanitiser; the loaders call it where they read."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import TESTS
+
+ESC = "\x1b"
+OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"  # writes "rm -rf ~" to the clipboard
+CLEAR = "\x1b[2J\x1b]0;pwned\x07"
+PLAN = ["plan", "--preset", "kimi-k2.7-code"]
+
+
+def _cli(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "XDG_STATE_HOME": str(tmp / "state"),
+        "XDG_DATA_HOME": str(tmp / "data"),
+        "XDG_CONFIG_HOME": str(tmp / "config"),
+    }
+    env.pop("KTWIZARD_NVML_ROOT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "ktwizard", *argv], capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def _clean(out: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert ESC not in out.stdout + out.stderr and "\x07" not in out.stdout + out.stderr, (out.stdout + out.stderr)[
+        :2000
+    ]
+
+
+def test_a_host_files_gpu_and_host_names(tmp_path):
+    host = tmp_path / "h.yaml"
+    spec = {
+        "name": "box" + CLEAR,
+        "gpus": [{"name": "NVIDIA H200" + OSC52, "memory_gib": 141, "compute_capability": "9.0"}],
+        "cpu": {"cores_per_socket": 32, "flags": ["avx2", "avx512f", "avx512bw"], "model": "EPYC" + OSC52},
+        "memory_gib": 512,
+    }
+    host.write_text(json.dumps(spec))
+    for extra in ([], ["--explain"], ["--format", "json"]):
+        out = _cli(tmp_path, *PLAN, "--host", str(host), *extra)
+        assert out.returncode in (0, 3), out.stderr
+        _clean(out)
+
+
+def test_a_recorded_roots_hostname(tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(TESTS / "fixtures" / "hosts" / "desktop-avx2", root, symlinks=True)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc" / "hostname").write_text("box" + OSC52 + CLEAR + "\n")
+    for extra in ([], ["--json"]):
+        out = _cli(tmp_path, "probe", "--root", str(root), *extra)
+        assert out.returncode == 0, out.stderr
+        _clean(out)
+
+
+def test_a_fleet_records_router_url(tmp_path):
+    folder = tmp_path / "state" / "ktwizard" / "fleets"
+    folder.mkdir(parents=True)
+    router = {"kind": "native", "url": "http://127.0.0.1:9" + OSC52, "metrics_url": "http://127.0.0.1:9" + CLEAR}
+    rep = {"name": "f-0", "url": "http://127.0.0.1:9" + OSC52, "host": "h" + CLEAR}
+    rec = {"name": "f", "model": "m" + OSC52, "policy": "cache_aware", "router": router, "replicas": [rep]}
+    (folder / "f.json").write_text(json.dumps(rec))
+    _clean(_cli(tmp_path, "fleet", "status", "f"))
+
+
+def test_a_calibrations_fields(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    from ktwizard.bench import calibration_store
+    from ktwizard.host.spec import load_host
+    from ktwizard.planner.calibration import host_key
+
+    host = load_host("rtx-pro-6000-epyc-9355")
+    path = calibration_store._path(host_key(host), "m")
+    path.parent.mkdir(parents=True)
+    cal = {"host_key": host_key(host), "model": "m", "method": "x" + OSC52, "gpu_experts": 1, "factor": 1.1,
+           "date": "2026" + CLEAR, "rows": 3}  # fmt: skip
+    path.write_text(json.dumps(cal))
+    got = calibration_store.stored(host, "m")
+    assert got is not None and ESC not in got.line and "\x07" not in got.line
+
+
+def test_a_recording_replayed(tmp_path):
+    from ktwizard.monitor.recording import read_samples
+
+    path = tmp_path / "rec.jsonl"
+    path.write_text(json.dumps({"t": 1.0, "server": {"up": False, "error": "down" + OSC52}}) + "\n")
+    s = read_samples(str(path))[0]
+    assert s.server is not None and ESC not in (s.server.error or "") and "down" in (s.server.error or "")
+
+
+def test_the_textual_panes_render_no_escape():
+    from ktwizard.tui.panes import rich_text
+
+    text = rich_text((("model " + OSC52 + CLEAR, "bold"), ("ok", "")))
+    assert ESC not in text.plain and "\x07" not in text.plain and text.plain.startswith("model ")
+
+
+def test_a_live_servers_strings_are_cleaned_once_for_every_dashboard():
+    from ktwizard.monitor.samples import Sample, ServerSample
+    from ktwizard.textsafe import scrubbed
+
+    s = scrubbed(Sample(t=1.0, server=ServerSample(up=False, error="x" + OSC52)))
+    assert s.server is not None and s.server.error == "x"
+
+
+def test_placement_show_names_its_file_without_escapes(tmp_path):
+    sys.path.insert(0, str(TESTS / "standin"))
+    from sglang.torchsave import save_counts, zipf
+
+    from ktwizard.models.presets import get_preset
+
+    spec = get_preset("deepseek-v2-lite").spec()
+    path = tmp_path / ("r" + OSC52 + ".pt")
+    save_counts(zipf(spec.layers, spec.routed_experts, spec.moe_layers, steps=1), path)
+    out = _cli(tmp_path, "placement", "show", str(path), "--preset", "deepseek-v2-lite", "--host",
+               "rtx-pro-6000-epyc-9355")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    _clean(out)
