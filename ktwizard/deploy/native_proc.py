@@ -133,6 +133,7 @@ class NativeProcess:
             pid=self.proc.pid,
             log_path=str(self.log_path),
             pid_start=start_ticks(self.proc.pid),
+            no_gpus=self.opts.gpus is None,
         )
 
 
