@@ -254,3 +254,20 @@ def test_native_launch_refuses_an_unpatched_sglang_kt(checkpoint, tmp_path, stat
         checkpoint, "ktw-unpatched", "--no-layerwise-prefill", "--timeout", "20", env={"PYTHONPATH": str(site)}
     )
     assert "crashes on RAWINT4" not in out.stderr
+
+
+def test_an_under_prediction_inside_the_margin_is_reported_with_the_item(checkpoint, tmp_path, state_home):
+    """The card has room, but the phase peaked above the plan's figure for it: said, with the estimate that differs,
+    and the launch stands (the margin held)."""
+    name = f"ktw-peak-under-{time.monotonic_ns() % 10**8}"
+    plan = planned(checkpoint)
+    skew = 0.5  # GiB more than the plan's kept layer: above its figure, inside its margin
+    assert plan["gpu_budgets"][0]["margin"] > (skew + 0.2) * GiB
+    out, plan, port = launch(checkpoint, tmp_path, name, *standin_memory(plan, skew))
+    try:
+        assert out.returncode == 0, out.stderr
+        # the stand-in's prompt phase sits within 0.35 GiB of the plan's (the test above): the skew shows there
+        assert "under-predicted: GPU 0 peaked" in out.stderr and "longest prompt figure" in out.stderr, out.stderr
+        assert "the largest estimate live then is 'attention (longest prompt)'" in out.stderr
+    finally:
+        run_cli("stop", name)
