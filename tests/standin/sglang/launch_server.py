@@ -33,6 +33,7 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
                         batch of uneven prefixes decompresses less than 131,072. Unset: no attention step.
   STANDIN_EOS_AFTER     a request at temperature 0 without ignore_eos (or min_tokens) ends after this many tokens, as a
                         model reaching its end-of-sequence token does (unset: never early)
+  STANDIN_POOL_TOKENS   the KV pool the profile leaves, below --max-total-tokens (a GPU with less free than planned)
   STANDIN_MAX_NEW       every request ends after this many tokens, ignore_eos or not (a request reaching the context)
   Prompts are prefilled in chunks of --chunked-prefill-size behind a radix cache (a prompt's longest common prefix
   with an earlier one is cached), one "Prefill batch" line per chunk, as the real scheduler logs them.
@@ -663,6 +664,8 @@ def serve(args) -> None:
         f"mem={avail:.2f} GB, mem usage={weights:.2f} GB."
     )
     tokens = args.max_total_tokens or 100000
+    if ENV("STANDIN_POOL_TOKENS"):  # less memory was left than planned: the profiled pool is below the cap (:627-641)
+        tokens = min(tokens, int(ENV("STANDIN_POOL_TOKENS") or 0))
     kv = tokens * cell / 2**30
     if FAIL == "cuda_oom@kv":
         cuda_oom("init_memory_pool", kv)
