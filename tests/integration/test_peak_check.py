@@ -271,3 +271,21 @@ def test_an_under_prediction_inside_the_margin_is_reported_with_the_item(checkpo
         assert "the largest estimate live then is 'attention (longest prompt)'" in out.stderr
     finally:
         run_cli("stop", name)
+
+
+def test_a_check_whose_riders_end_early_fails_and_advises_nothing(checkpoint, tmp_path, state_home):
+    """The riders stopped before the long prompt ran: the batch lost its prefixes, the longest-prompt phase was not
+    reached, so the launch fails, the server goes, and no "room for N more experts" is offered."""
+    name = f"ktw-peak-ended-{time.monotonic_ns() % 10**8}"
+    args = [*PLAN[:4], "--context", "65536", "--concurrency", "4"]
+    plan = planned(checkpoint, args)
+    out, plan, port = launch(
+        checkpoint, tmp_path, name, *standin_memory(plan), "--env", "STANDIN_MAX_NEW=2", plan_args=args
+    )
+    assert out.returncode == 1, out.stderr
+    assert "did not reach the plan's longest prompt phase" in out.stderr, out.stderr
+    assert "room for" not in out.stderr and "Traceback" not in out.stderr
+    deadline = time.time() + 10
+    while time.time() < deadline and not gone(port):
+        time.sleep(0.2)
+    assert gone(port) and not (state_home / "ktwizard/deployments" / f"{name}.json").exists()

@@ -33,6 +33,7 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
                         batch of uneven prefixes decompresses less than 131,072. Unset: no attention step.
   STANDIN_EOS_AFTER     a request at temperature 0 without ignore_eos (or min_tokens) ends after this many tokens, as a
                         model reaching its end-of-sequence token does (unset: never early)
+  STANDIN_MAX_NEW       every request ends after this many tokens, ignore_eos or not (a request reaching the context)
   Prompts are prefilled in chunks of --chunked-prefill-size behind a radix cache (a prompt's longest common prefix
   with an earlier one is cached), one "Prefill batch" line per chunk, as the real scheduler logs them.
   /flush_cache empties that cache when nothing runs (400 otherwise); --disable-radix-cache turns it off; with
@@ -517,6 +518,8 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             eos = ENV("STANDIN_EOS_AFTER")
             if eos and not body.get("ignore_eos") and int(body.get("min_tokens") or 0) < max_tokens:
                 max_tokens = max(int(body.get("min_tokens") or 0), min(max_tokens, int(eos)))
+            if ENV("STANDIN_MAX_NEW"):  # every request ends there, whatever it asked (as one reaching the context)
+                max_tokens = min(max_tokens, int(ENV("STANDIN_MAX_NEW") or 0))
             self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"), words)
 
         def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool, words=None) -> None:
