@@ -129,3 +129,44 @@ def test_cpu_bytes_of_the_new_methods_follow_the_loader():
     g = get_preset("qwen3-30b-a3b-gptq-int4").spec()
     n = 3 * 2048 * 768
     assert cpu_bytes_per_expert(g, "GPTQ_INT4") == n // 2 + 4 * (n // 128)
+
+
+def _host(memory_gib: float, numa: int = 1):
+    from ktwizard.host.spec import host_from_spec
+
+    flags = ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512vbmi", "amx_tile", "amx_bf16"]
+    return host_from_spec(
+        {
+            "name": "ram-edge",
+            "gpus": [{"name": "NVIDIA RTX 4090", "memory_gib": 24, "compute_capability": "8.9", "count": 1}],
+            "cpu": {"model": "Xeon", "sockets": numa, "cores_per_socket": 32, "threads_per_core": 2, "flags": flags},
+            "numa_nodes": numa,
+            "memory_gib": memory_gib,
+        }
+    )
+
+
+def test_loader_peak_is_one_layer_as_read_on_every_node():
+    """kt-kernel loads layer after layer and frees a layer's tensors only after copying them (amx.py:1015-1028)."""
+    p = get_preset("qwen3-30b-a3b")
+    r = plan(_host(512, numa=2), p.spec(), Goals(), p.sglang)
+    layer = 3 * 2048 * 768 * 2 * 128  # 128 BF16 experts of one layer
+    assert r.method == "BF16"
+    assert all(hb.item("loader peak (one layer)") == layer for hb in r.host_budgets)
+
+
+def test_a_host_that_fits_only_once_loaded_is_told_it_would_be_killed_while_loading():
+    p = get_preset("qwen3-30b-a3b")
+
+    def whole(gib: float):
+        r = plan(_host(gib), p.spec(), Goals(), p.sglang)
+        return r, r.host_budgets[0]
+
+    lo, hi = 8.0, 512.0  # bisect for the smallest host whose whole-host budget fits (the OS reserve scales with RAM)
+    while hi - lo > 0.01:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if whole(mid)[1].fits else (mid, hi)
+    loading = whole(hi)[1].item("loader peak (one layer)")
+    r, hb = whole(hi - loading / 2 / 2**30)  # half a layer short
+    assert -loading < hb.free < 0
+    assert not r.fits and any(o.startswith("host RAM") and "only while loading" in o for o in r.overflows)

@@ -33,6 +33,8 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
                         batch of uneven prefixes decompresses less than 131,072. Unset: no attention step.
   STANDIN_EOS_AFTER     a request at temperature 0 without ignore_eos (or min_tokens) ends after this many tokens, as a
                         model reaching its end-of-sequence token does (unset: never early)
+  STANDIN_POOL_TOKENS   the KV pool the profile leaves, below --max-total-tokens (a GPU with less free than planned)
+  STANDIN_MAX_NEW       every request ends after this many tokens, ignore_eos or not (a request reaching the context)
   Prompts are prefilled in chunks of --chunked-prefill-size behind a radix cache (a prompt's longest common prefix
   with an earlier one is cached), one "Prefill batch" line per chunk, as the real scheduler logs them.
   /flush_cache empties that cache when nothing runs (400 otherwise); --disable-radix-cache turns it off; with
@@ -538,6 +540,8 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             eos = ENV("STANDIN_EOS_AFTER")
             if eos and not body.get("ignore_eos") and int(body.get("min_tokens") or 0) < max_tokens:
                 max_tokens = max(int(body.get("min_tokens") or 0), min(max_tokens, int(eos)))
+            if ENV("STANDIN_MAX_NEW"):  # every request ends there, whatever it asked (as one reaching the context)
+                max_tokens = min(max_tokens, int(ENV("STANDIN_MAX_NEW") or 0))
             self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"), words)
 
         def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool, words=None) -> None:
@@ -681,6 +685,8 @@ def serve(args) -> None:
         f"mem={avail:.2f} GB, mem usage={weights:.2f} GB."
     )
     tokens = args.max_total_tokens or 100000
+    if ENV("STANDIN_POOL_TOKENS"):  # less memory was left than planned: the profiled pool is below the cap (:627-641)
+        tokens = min(tokens, int(ENV("STANDIN_POOL_TOKENS") or 0))
     kv = tokens * cell / 2**30
     if FAIL == "cuda_oom@kv":
         cuda_oom("init_memory_pool", kv)
