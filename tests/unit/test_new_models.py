@@ -199,7 +199,8 @@ def test_a_qwen3_5_checkpoint_reads_as_the_runtime_names_its_tensors(tmp_path):
             a = f"{p}.linear_attn"
             t += [(f"{a}.in_proj_qkv.weight", "BF16", (2 * kh * kd + vh * vd, H))]
             t += [(f"{a}.in_proj_z.weight", "BF16", (vh * vd, H)), (f"{a}.in_proj_b.weight", "BF16", (vh, H))]
-            t += [(f"{a}.in_proj_a.weight", "BF16", (vh, H)), (f"{a}.conv1d.weight", "BF16", (2 * kh * kd + vh * vd, 1, 4))]
+            t += [(f"{a}.in_proj_a.weight", "BF16", (vh, H))]
+            t += [(f"{a}.conv1d.weight", "BF16", (2 * kh * kd + vh * vd, 1, 4))]
             t += [(f"{a}.A_log", "BF16", (vh,)), (f"{a}.dt_bias", "BF16", (vh,)), (f"{a}.norm.weight", "BF16", (vd,))]
             t += [(f"{a}.out_proj.weight", "BF16", (H, vh * vd))]
         m = f"{p}.mlp"
