@@ -1,6 +1,7 @@
 """Speed of the planner: plan() in-process for 8 GPUs, and `ktwizard plan ... --format json` wall time.
 
-Budgets (docs/architecture.md): plan() under 2 ms for 8 GPUs; the headless command under 0.4 s including interpreter start.
+Budgets (docs/architecture.md): plan() under 2 ms for 8 GPUs; the headless command under 0.4 s including
+interpreter start.
 Usage: python benchmarks/plan.py   (run it with bytecode caching on, as an installed package has)
 """
 

@@ -1,8 +1,9 @@
-"""Bench calibrations kept per host and model (planner/calibration.py says what they mean), beside the user's data."""
+"""Bench calibrations kept beside the user's data, one file per key (planner/calibration.py says what they mean and
+when they apply). Every file is checked when it is read: a damaged one is refused in one line that names it and the
+command that removes it, never a crash or a negative speed."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import re
 from pathlib import Path
@@ -10,13 +11,14 @@ from typing import TYPE_CHECKING
 
 from ktwizard.errors import BadInput
 from ktwizard.host.profile import HostProfile
-from ktwizard.planner.calibration import Calibration, factor_from, host_key
+from ktwizard.planner.calibration import Calibration, check, factor_from, host_key, key_of
 from ktwizard.serial import dump_json, from_data, read_structured, write_atomic
 
 if TYPE_CHECKING:
     from ktwizard.planner.types import Plan
 
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_FILES = 1000  # a folder of calibrations is read whole: cap it
 
 
 def folder() -> Path:
@@ -25,27 +27,56 @@ def folder() -> Path:
     return folders.calibration()
 
 
-def _path(key: str, model: str) -> Path:
-    return folder() / f"{SAFE.sub('_', key)[:32]}--{SAFE.sub('_', model)[:80]}.json"
+def _stem(host: str, model: str) -> str:
+    return f"{SAFE.sub('_', host)[:32]}--{SAFE.sub('_', model)[:80]}--"
 
 
-def stored(host: HostProfile, model: str) -> Calibration | None:
-    """This host's calibration for `model`; a damaged file is ignored (a forecast without it is still a forecast)."""
-    path = _path(host_key(host), model)
-    if not path.exists():
-        return None
-    with contextlib.suppress(BadInput):
-        cal = from_data(Calibration, read_structured(path), str(path))
-        return cal if cal.host_key == host_key(host) and cal.model == model else None
-    return None
+def path_of(cal: Calibration) -> Path:
+    return folder() / f"{_stem(cal.key.host_key, cal.key.model)}{cal.key.id}.json"
 
 
-def calibrate(plan: Plan, decode: list[tuple[int, int, float]]) -> Calibration | None:
+def read(path: Path) -> Calibration:
+    """One calibration file, checked (BadInput in one line otherwise)."""
+    try:
+        if path.stat().st_size > 64 * 1024:
+            raise BadInput(f"calibration file {path}: larger than a calibration; ktwizard calibration reset --all")
+    except OSError as exc:
+        raise BadInput(f"calibration file {path}: {exc.strerror or exc}") from None
+    where = f"calibration file {path}"
+    try:
+        cal = from_data(Calibration, read_structured(path), where)
+    except BadInput as exc:
+        raise BadInput(f"{exc.message.splitlines()[0]} (ktwizard calibration reset --all removes it)") from None
+    return check(cal, where)
+
+
+def files() -> list[Path]:
+    found = sorted(folder().glob("*.json")) if folder().is_dir() else []
+    return found[:MAX_FILES]
+
+
+def stored(host: HostProfile, model: str) -> tuple[Calibration, ...]:
+    """Every calibration kept for this host and model (the planner picks the one of the plan's exact key)."""
+    base = folder()
+    if not base.is_dir():
+        return ()
+    cals = [read(p) for p in sorted(base.glob(f"{_stem(host_key(host), model)}*.json"))[:MAX_FILES]]
+    return tuple(c for c in cals if c.key.host_key == host_key(host) and c.key.model == model)
+
+
+def find(ident: str) -> list[tuple[Path, Calibration]]:
+    """Calibrations whose id starts with `ident` (at least 4 characters)."""
+    if not re.fullmatch(r"[0-9a-f]{4,12}", ident):
+        raise BadInput(f"{ident!r}: not a calibration id (ktwizard calibration list shows them)")
+    return [(p, c) for p in files() if p.stem.endswith("--" + ident) or p.stem.split("--")[-1].startswith(ident)
+            for c in (read(p),)]  # fmt: skip
+
+
+def calibrate(plan: Plan, decode: list[tuple[int, int, float]], deployment: str, image: str = "") -> Calibration | None:
     """Compare measured aggregate decode (context, concurrency, tok/s) with the saved plan's forecast (uncalibrated)
-    at the nearest grid point, and keep the factor for that plan's host and model. The plan is typed (app.target
-    reads it back as a Plan): a renamed field fails loudly instead of turning calibration off."""
-    f, key, model = plan.forecast, plan.host_key, plan.model.id
-    if f is None or not key or not f.decode:
+    at the nearest grid point, and keep the factor under the plan's key (with the image the server really ran)."""
+    f = plan.forecast
+    if f is None or not plan.host_key or not f.decode:
         return None
     old = f.factor or 1.0
     pairs = []
@@ -57,13 +88,11 @@ def calibrate(plan: Plan, decode: list[tuple[int, int, float]]) -> Calibration |
     if factor is None:
         return None
     cal = Calibration(
-        host_key=key,
-        model=model,
-        method=plan.method,
-        gpu_experts=plan.gpu_experts,
-        factor=round(factor, 3),
+        key=key_of(plan, image),
+        decode=round(factor, 3),
+        deployment=deployment,
         date=datetime.date.today().isoformat(),
         rows=len(pairs),
     )
-    write_atomic(_path(key, model), dump_json(cal))
+    write_atomic(path_of(cal), dump_json(cal))
     return cal

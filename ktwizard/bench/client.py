@@ -17,6 +17,20 @@ class StreamResult:
     ttft: float  # seconds from sending to the first generated token
     token_times: tuple[float, ...]  # monotonic arrival time of every generated token chunk
     started: float
+    # usage.prompt_tokens_details.cached_tokens: what the radix cache served. None: the server did not say. sglang
+    # fills it only with --enable-cache-report and only when something was cached (usage_processor.py:13-16,31-37);
+    # otherwise the field is null, so null means "not said", not zero
+    cached_tokens: int | None = None
+
+
+def _count(value: object) -> int | None:
+    """A token count from the server's JSON: a non-negative int, else None (a bool or a string is not a count)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**40 else None
+
+
+def _cached(usage: dict) -> int | None:
+    details = usage.get("prompt_tokens_details")
+    return _count(details.get("cached_tokens")) if isinstance(details, dict) else None
 
 
 async def stream_chat(
@@ -29,7 +43,9 @@ async def stream_chat(
     ignore_eos: bool = True,
     temperature: float = 0,
 ) -> StreamResult:
-    """`on_text` receives every piece of generated text as it arrives (the chat command prints them)."""
+    """`on_text` receives every piece of generated text as it arrives (the chat command prints them). Every field
+    of the stream is type-checked: a server that sends a list where an object belongs is ignored there, not a
+    traceback."""
     body = {
         "model": model,
         "messages": [{"role": "user", "content": prompt}],
@@ -57,35 +73,67 @@ async def stream_chat(
                 raise RuntimeError(f"the server streamed a chunk that is not JSON: {shown(line[6:86])!r}") from None
             if not isinstance(chunk, dict):
                 raise RuntimeError("the server streamed a chunk that is not a JSON object")
-            if chunk.get("usage"):
+            if isinstance(chunk.get("usage"), dict) and chunk["usage"]:
                 usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
+            choices = chunk.get("choices")
+            for choice in choices if isinstance(choices, list) else ():
                 delta = choice.get("delta") if isinstance(choice, dict) else None
-                text = (delta or {}).get("content") or (delta or {}).get("reasoning_content")
-                if text:
+                if not isinstance(delta, dict):
+                    continue
+                text = delta.get("content") or delta.get("reasoning_content")
+                if isinstance(text, str) and text:
                     times.append(time.monotonic())
                     if on_text is not None:
-                        on_text(shown(str(text)))
+                        on_text(shown(text))
     if not times:
         raise RuntimeError("the stream carried no tokens")
     return StreamResult(
-        usage.get("prompt_tokens"), usage.get("completion_tokens") or len(times), times[0] - start, tuple(times), start
+        _count(usage.get("prompt_tokens")),
+        _count(usage.get("completion_tokens")) or len(times),
+        times[0] - start,
+        tuple(times),
+        start,
+        _cached(usage),
     )
+
+
+async def flush_cache(http, url: str) -> str:
+    """Ask the server to empty its prefix cache (sglang's /flush_cache, http_server.py:735; the scheduler refuses
+    while requests run, scheduler.py:2700-2729). Returns a note for the report, whatever the answer."""
+    import httpx
+
+    try:
+        r = await http.post(f"{url}/flush_cache")
+    except httpx.HTTPError as exc:
+        return f"the prefix cache was not flushed ({exc.__class__.__name__})"
+    if r.status_code == 200:
+        return "the server's prefix cache was flushed first (/flush_cache)"
+    if r.status_code == 400:
+        return "the server's prefix cache was not flushed: requests were running (/flush_cache answered 400)"
+    return f"the server's prefix cache was not flushed (/flush_cache answered {r.status_code})"
 
 
 def served_model(url: str, headers: dict[str, str] | None = None, deadline_s: float = 10.0) -> str:
     """The model id the server names first (/v1/models); a server that does not answer is one clear error."""
+    return model_card(url, headers, deadline_s)[0]
+
+
+def model_card(url: str, headers: dict[str, str] | None = None, deadline_s: float = 10.0) -> tuple[str, int | None]:
+    """(model id, context length) from /v1/models: sglang's card carries max_model_len = the model config's
+    context_len (http_server.py:1500); None when the server does not say."""
     import httpx
 
     from ktwizard.errors import KtwizardError
     from ktwizard.httpcap import get_json
 
     try:
-        model = get_json(f"{url}/v1/models", headers, deadline_s=deadline_s)["data"][0]["id"]
+        card = get_json(f"{url}/v1/models", headers, deadline_s=deadline_s)["data"][0]
+        model = card["id"]
     except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError) as exc:
         raise KtwizardError(
             f"{shown(url)}/v1/models did not answer with a model ({exc.__class__.__name__}); is the server up?"
         ) from None
     if not isinstance(model, str) or not 0 < len(model) <= 512:
         raise KtwizardError(f"{shown(url)}/v1/models named no usable model id")
-    return shown(model, newlines=False)
+    length = _count(card.get("max_model_len")) if isinstance(card, dict) else None
+    return shown(model, newlines=False), length or None

@@ -6,15 +6,28 @@ import statistics
 from dataclasses import dataclass, field
 
 
+def from_cache(prompt_tokens: int, cached: int | None) -> bool:
+    """Was this prompt served (in part) by the prefix cache? Every chat prompt shares its template's opening with the
+    others, so a few dozen cached tokens are expected; more than that is a cache hit that would inflate prefill."""
+    return cached is not None and cached > max(64, prompt_tokens // 100)
+
+
 @dataclass(frozen=True)
 class PrefillRow:
     context: int  # target prompt tokens
     prompt_tokens: int  # what the server reported
     ttft_s: tuple[float, ...]  # one per repeat
+    cached_tokens: tuple[int | None, ...] = ()  # per repeat, what the server said its cache served (None: not said)
+    cached: tuple[bool, ...] = ()  # per repeat: served from the cache, so never counted as prefill speed
+
+    @property
+    def fresh(self) -> tuple[float, ...]:
+        """TTFTs of the runs the cache did not serve: the only ones that measure prefill."""
+        return tuple(t for i, t in enumerate(self.ttft_s) if not (i < len(self.cached) and self.cached[i]))
 
     @property
     def ttft(self) -> float:
-        return statistics.median(self.ttft_s)
+        return statistics.median(self.fresh) if self.fresh else 0.0
 
     @property
     def tok_s(self) -> float:
@@ -67,10 +80,13 @@ def markdown(r: BenchReport) -> str:
             if pub_p:
                 ref = pub_p.get(_k(p.context))
                 ratio = f" {p.tok_s / ref['tok_s']:.2f}x |" if ref else " — |"
-            out.append(
-                f"| {_k(p.context)} | {p.prompt_tokens:,} | {p.ttft:.2f} s | {p.tok_s:,.0f} tok/s | {len(p.ttft_s)} "
-                f"|{ratio}"
-            )
+            hits = sum(p.cached)
+            if not p.fresh:  # every run came from the cache: its TTFT is no prefill speed
+                speed, ratio = f"served from the cache ({max(c or 0 for c in p.cached_tokens):,} tokens)", " — |"
+                ttft = statistics.median(p.ttft_s)
+            else:
+                speed, ttft = f"{p.tok_s:,.0f} tok/s" + (f" ({hits} cached run(s) left out)" if hits else ""), p.ttft
+            out.append(f"| {_k(p.context)} | {p.prompt_tokens:,} | {ttft:.2f} s | {speed} | {len(p.ttft_s)} |{ratio}")
         out.append("")
     if r.decode:
         concs = sorted({d.concurrency for d in r.decode})
@@ -104,8 +120,11 @@ def csv_text(r: BenchReport) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["kind", "context", "concurrency", "prompt_tokens", "ttft_s", "tok_s", "repeats", "spread"])
+    w.writerow(
+        ["kind", "context", "concurrency", "prompt_tokens", "ttft_s", "tok_s", "repeats", "spread", "cached_runs"]
+    )
     for p in r.prefill:
+        fresh = p.fresh or (0.0,)
         w.writerow(
             [
                 "prefill",
@@ -113,11 +132,12 @@ def csv_text(r: BenchReport) -> str:
                 1,
                 p.prompt_tokens,
                 f"{p.ttft:.4f}",
-                f"{p.tok_s:.2f}",
+                f"{p.tok_s:.2f}" if p.fresh else "",  # a cached run is no prefill speed
                 len(p.ttft_s),
-                f"{max(p.ttft_s) - min(p.ttft_s):.4f}",
+                f"{max(fresh) - min(fresh):.4f}",
+                sum(p.cached),
             ]
         )
     for d in r.decode:
-        w.writerow(["decode", d.context, d.concurrency, "", "", f"{d.rate:.2f}", len(d.tok_s), f"{d.spread:.2f}"])
+        w.writerow(["decode", d.context, d.concurrency, "", "", f"{d.rate:.2f}", len(d.tok_s), f"{d.spread:.2f}", ""])
     return buf.getvalue()

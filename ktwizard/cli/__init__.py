@@ -23,6 +23,7 @@ GROUPS = (
     "exporter",
     "grafana",
     "bench",
+    "calibration",
     "placement",
     "image",
     "doctor",

@@ -9,12 +9,6 @@ from ktwizard.cli.guard import EXIT_INTERRUPTED
 from ktwizard.errors import BadInput, KtwizardError
 
 
-def _model(url: str, headers: dict[str, str]) -> str:
-    from ktwizard.bench.client import served_model
-
-    return served_model(url, headers)
-
-
 def _where(args: argparse.Namespace):
     """The server from NAME|URL or --url (app.target: one answer for every command)."""
     from ktwizard.app.target import Target, resolve
@@ -26,14 +20,22 @@ def _where(args: argparse.Namespace):
     return Target(url=args.url.rstrip("/")) if args.url else resolve(args.target)
 
 
-def _calibrate(kept, report) -> None:
-    """Keep measured / forecast for this deployment's host and model: later plans for them are corrected by it."""
+def _calibrate(target, report) -> None:
+    """Keep measured / forecast under the key of what this deployment runs (planner/calibration.py): later plans of
+    exactly that key are corrected by it. A server launched with no GPUs measures a stand-in, not the plan's GPUs."""
     from ktwizard.bench.calibration_store import calibrate
 
-    cal = calibrate(kept, [(row.context, row.concurrency, row.rate) for row in report.decode])
+    rec, plan, name = target.record, target.plan, target.name
+    if rec is None or plan is None or not name:
+        return
+    if rec.no_gpus:
+        print(f"ktwizard: {name} runs with no GPUs (--gpus none): its bench calibrates no plan", file=sys.stderr)
+        return
+    cal = calibrate(plan, [(row.context, row.concurrency, row.rate) for row in report.decode], name, rec.image)
     if cal is not None:
         print(
-            f"ktwizard: {cal.line}; later plans for this host and {cal.model} are corrected by it",
+            f"ktwizard: {cal.line}; later plans of this host, model, method, GPU experts, placement, TP and image "
+            f"are corrected by it (ktwizard calibration show {cal.key.id})",
             file=sys.stderr,
         )
 
@@ -61,27 +63,38 @@ def cmd_bench(args: argparse.Namespace) -> int:
     concurrency = parse_token_list(args.concurrency, "--concurrency")
     if not concurrency or min(concurrency) < 1:
         raise BadInput("--concurrency: give 1 or more concurrent streams, such as 1,2")
+    if args.prefill_only and args.decode_only:
+        raise BadInput("--prefill-only and --decode-only exclude each other")
     sweep = Sweep(
-        contexts=parse_token_list(args.contexts, "--contexts") if args.contexts else (),
-        decode_contexts=parse_token_list(args.decode_contexts, "--decode-contexts"),
+        contexts=parse_token_list(args.contexts, "--contexts") if args.contexts and not args.decode_only else (),
+        decode_contexts=()
+        if args.prefill_only or not args.decode_contexts
+        else parse_token_list(args.decode_contexts, "--decode-contexts"),
         concurrency=concurrency,
         decode_tokens=args.tokens,
         repeats=args.repeats,
         max_seconds=args.max_seconds,
         published=published,
+        flush=not args.no_flush_cache,
     )
+    from dataclasses import replace
+
     from ktwizard.apikey import auth_headers
+    from ktwizard.bench.client import model_card
 
     headers = auth_headers(args.api_key_file or target.key_file)
-    model = args.model or _model(url, headers)  # after the arguments are known to be good
+    served, context_length = model_card(url, headers)  # after the arguments are known to be good
+    model = args.model or served
+    sweep = replace(sweep, context_length=context_length)
     import httpx
 
     keep: list = []
     interrupted = False
     try:
         from ktwizard.bench.progress import StepProgress
+        from ktwizard.bench.runner import plan_steps
 
-        steps = len(sweep.contexts) + len(sweep.decode_contexts) * len(sweep.concurrency)
+        steps = plan_steps(sweep)[0]
         report = asyncio.run(run(url, model, sweep, progress=StepProgress(steps), keep=keep, headers=headers))
     except KeyboardInterrupt:
         if not keep:
@@ -96,7 +109,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     render = {"md": markdown, "json": dump_json, "csv": csv_text}[args.format]
     sys.stdout.write(render(report))
     if target.plan is not None and report.decode:
-        _calibrate(target.plan, report)
+        _calibrate(target, report)
     if not report.complete:  # partial results are printed, and the exit code says so
         print(
             f"ktwizard: partial results: {'interrupted' if interrupted else '--max-seconds reached'}", file=sys.stderr
@@ -122,6 +135,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     be.add_argument("--concurrency", default="1,2", help="concurrent streams for the decode table")
     be.add_argument(
         "--tokens", type=count("--tokens", 1, 65536), default=256, help="generated tokens per decode stream"
+    )
+    be.add_argument("--prefill-only", action="store_true", help="measure prefill (TTFT) only")
+    be.add_argument("--decode-only", action="store_true", help="measure aggregate decode only")
+    be.add_argument(
+        "--no-flush-cache",
+        action="store_true",
+        help="leave the server's prefix cache alone (a shared server: others' cached prompts stay warm)",
     )
     be.add_argument("--repeats", type=count("--repeats", 1, 100), default=1, help="runs of each step (default 1)")
     be.add_argument(

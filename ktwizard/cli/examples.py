@@ -27,7 +27,10 @@ EXAMPLES = {
     "  ktwizard monitor --url http://127.0.0.1:30000 --once --json\n  ktwizard monitor --fleet NAME --web",
     "exporter": "ktwizard exporter --container ktwizard-kimi-k2.7-code --port 9400",
     "grafana": "ktwizard grafana --out ktwizard-dashboard.json",
-    "bench": "ktwizard bench --url http://127.0.0.1:30000 --contexts 8k,32k --compare kimi-k2.7-code",
+    "bench": "ktwizard bench --url http://127.0.0.1:30000 --contexts 8k,32k --compare kimi-k2.7-code\n"
+    "  ktwizard bench ktwizard-kimi-k2.7-code --prefill-only --contexts 4k,16k,32k --repeats 3",
+    "calibration": "ktwizard calibration list\n  ktwizard calibration show 3f2a9c1d0b4e --json\n"
+    "  ktwizard calibration reset --all",
     "image": "ktwizard image render --out build/\n  ktwizard image build --tag sglang-kt:local",
     "doctor": "ktwizard doctor\n  ktwizard doctor --image sglang-kt:local --port 30000",
     "completion": 'eval "$(ktwizard completion bash)"\n  ktwizard completion zsh > ~/.zfunc/_ktwizard',

@@ -85,7 +85,7 @@ def make_fleet(args: argparse.Namespace):
 
     def plan_for(host, g):
         cal = stored(host, model.spec.id)
-        return plan(host, model.spec, g, model.hints, model.recipe, calibration=cal, routing=routing)
+        return plan(host, model.spec, g, model.hints, model.recipe, calibrations=cal, routing=routing)
 
     return fleet_plan(
         hosts,

@@ -92,7 +92,11 @@ def method(flag: str = "--method") -> Callable[[str], str]:
 def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
-    src.add_argument("--model", metavar="DIR", help="a local checkpoint folder (config.json + safetensors)")
+    src.add_argument(
+        "--model",
+        metavar="DIR|hf:ORG/NAME[@REV]",
+        help="a local checkpoint folder, or a Hugging Face repository read before downloading (headers only)",
+    )
     pr.add_argument(
         "--host",
         metavar="FILE|NAME",
@@ -212,4 +216,4 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     goals = replace(goals, gpus=None) if all_gpus else goals
     cal = stored(host, model.spec.id)
     routing = routing_counts(goals, model.spec)
-    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibration=cal, routing=routing)
+    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cal, routing=routing)

@@ -173,6 +173,8 @@ class ContainerProcess:
             plan_digest=self.plan.digest,
             model=self.plan.model.id,
             container_id=self.container.id,
+            image=self.spec.image,
+            no_gpus=self.spec.gpus is None,
         )
 
 

@@ -48,6 +48,35 @@ def check_layerwise_patch(plan: Plan, python: str, env: dict[str, str]) -> None:
         )
 
 
+# The target Python's torch and cuDNN releases, read from package metadata (importing torch takes seconds).
+_VERSIONS = (
+    "import importlib.metadata as m\n"
+    "for name in ('torch', 'nvidia-cudnn-cu12'):\n"
+    "    try:\n        print(m.version(name))\n"
+    "    except m.PackageNotFoundError:\n        print('')"
+)
+
+
+def check_cudnn(plan: Plan, python: str, env: dict[str, str]) -> None:
+    """Refuse a multimodal model that the installed sglang-kt 0.7.2 would refuse at start-up for its cuDNN."""
+    from ktwizard.runtime import multimodal
+
+    flags = {f.name: f.value for f in plan.flags}
+    if not multimodal.starts_multimodal(plan.model.architecture, flags):
+        return
+    try:
+        found = subprocess.run([python, "-c", _VERSIONS], env=env, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return  # no such Python, or it hangs: the launch itself reports it
+    torch, cudnn = ([*found.stdout.splitlines(), "", ""])[:2]
+    problem = multimodal.cudnn_problem(plan.model.architecture, flags, env, torch.strip(), cudnn.strip())
+    if problem:
+        raise KtwizardError(
+            f"{problem}: install a newer one with `{python} -m pip install "
+            f"nvidia-cudnn-cu12=={multimodal.FIX_CUDNN}` (the runtime's own advice), or launch the image, which has it"
+        )
+
+
 class NativeProcess:
     def __init__(self, plan: Plan, opts: LaunchOptions) -> None:
         from ktwizard.deploy.preflight import check_port, check_weights
@@ -56,6 +85,7 @@ class NativeProcess:
         check_weights(plan)
         env = {**os.environ, **{e.name: e.value for e in plan.env}, **opts.env, DEPLOYMENT_ENV: opts.name}
         check_layerwise_patch(plan, opts.python, env)
+        check_cudnn(plan, opts.python, env)
         from ktwizard.apikey import server_command
 
         self.plan, self.opts = plan, opts
@@ -103,6 +133,7 @@ class NativeProcess:
             pid=self.proc.pid,
             log_path=str(self.log_path),
             pid_start=start_ticks(self.proc.pid),
+            no_gpus=self.opts.gpus is None,
         )
 
 

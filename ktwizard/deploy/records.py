@@ -24,6 +24,10 @@ class Deployment:
     pid_start: int | None = None  # the process's start time (procid.start_ticks): a reused PID is not ours
     # (GPU, the plan's peak in bytes): what a dashboard marks on the bars, read without the planner (its footprint)
     planned_peaks: tuple[tuple[int, int], ...] = ()
+    # what it really runs, which a launch may set apart from the plan: a bench calibrates only plans of that image,
+    # and never from a server given no GPUs (a stand-in measures nothing about the host's GPUs)
+    image: str = ""  # the container's image ("" for a native server: the plan's)
+    no_gpus: bool = False  # launched with --gpus none
 
 
 def state_dir() -> Path:

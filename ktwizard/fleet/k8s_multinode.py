@@ -27,6 +27,7 @@ from ktwizard.fleet.k8s_policy import (
 from ktwizard.fleet.plan import FleetPlan, MultiNode
 from ktwizard.planner.types import Plan
 from ktwizard.render.args import argv, container_paths
+from ktwizard.runtime import rules
 
 
 def _lws_args(plan: Plan, port: int) -> list[str]:
@@ -70,6 +71,9 @@ def lws_documents(fleet: FleetPlan, m: MultiNode, machines: int, image: str, wei
         "resources": server_resources(m.plan, m.gpus_per_node, kt=False),
         "securityContext": server_security(),
         "volumeMounts": mounts,
+        # the probes below hit /health, which generates a token (503 after 20 s behind a long prefill) unless this is
+        # off (sglang-kt 0.7.2 entrypoints/http_server.py:484-503)
+        "env": [{"name": rules.HEALTH_GENERATION_ENV, "value": "0"}],
     }
     leader = {**container, "ports": [{"name": "http", "containerPort": port}]}
     leader["startupProbe"] = http_probe("/health", port, START_UP_S // 10)

@@ -1,30 +1,56 @@
-"""Forecasts corrected by the user's own measurements: `ktwizard bench` on a deployment stores measured / forecast
-for that host and model, and later plans for the same host and model scale by it. Another host never matches."""
+"""Forecasts corrected by the user's own measurements. `ktwizard bench NAME` compares what a deployment measured
+with its plan's forecast and keeps the ratio under a key of everything the measurement depends on: the host's
+fingerprint, the model, the method, the GPU experts, the placement, the TP size and the image. A later plan is
+corrected only by a calibration of exactly its key (`factor_for`), so a bench of one deployment never moves another
+host's or another placement's forecast. Values are checked whenever they are read (`check`)."""
 
 from __future__ import annotations
 
 import hashlib
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ktwizard.errors import BadInput
 from ktwizard.host.profile import HostProfile
 
-MIN_FACTOR, MAX_FACTOR = 0.1, 10.0  # a measurement further off than this is a broken run, not a calibration
+if TYPE_CHECKING:
+    from ktwizard.planner.types import Plan
+
+# measured / forecast outside this band is a broken run or the wrong server, not a calibration: the forecast's
+# leave-one-source-out error is within tens of percent (benchmarks/results/forecast-validation.md)
+MIN_FACTOR, MAX_FACTOR = 0.2, 5.0
+
+
+@dataclass(frozen=True)
+class CalibrationKey:
+    host_key: str  # host_key(): the machine's fingerprint
+    model: str
+    method: str
+    gpu_experts: int
+    placement: str  # uniform | frequency
+    tp: int
+    image: str  # the image the measured server ran (the plan's image for a native server)
+
+    @property
+    def id(self) -> str:
+        """A short, stable name for this key (file names, `ktwizard calibration show ID`)."""
+        text = "|".join(str(v) for v in (self.host_key, self.model, self.method, self.gpu_experts, self.placement,
+                                          self.tp, self.image))  # fmt: skip
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
 class Calibration:
-    host_key: str
-    model: str
-    method: str
-    gpu_experts: int
-    factor: float  # measured / forecast decode, geometric mean over the bench's rows
+    key: CalibrationKey
+    decode: float  # measured / forecast aggregate decode, geometric mean over the bench's rows
+    deployment: str  # the deployment the bench measured
     date: str  # ISO date of the bench
-    rows: int
+    rows: int  # decode rows it rests on
 
     @property
     def line(self) -> str:
-        return f"calibrated by bench on {self.date}: x{self.factor:.2f} ({self.rows} decode rows, {self.method})"
+        return f"calibrated by bench of {self.deployment} on {self.date}: x{self.decode:.2f} decode ({self.rows} rows)"
 
 
 def host_key(host: HostProfile) -> str:
@@ -39,6 +65,44 @@ def host_key(host: HostProfile) -> str:
         f"{m.kind}-{m.speed_mts}x{m.channels_per_socket}" if m else "",
     ]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def key_of(plan: Plan, image: str = "") -> CalibrationKey:
+    """The key a plan is calibrated under; `image` is what the server really ran when a launch overrode the plan's."""
+    return CalibrationKey(
+        host_key=plan.host_key,
+        model=plan.model.id,
+        method=plan.method,
+        gpu_experts=plan.gpu_experts,
+        placement=plan.goals.placement,
+        tp=plan.tp,
+        image=image or plan.image,
+    )
+
+
+def factor_for(key: CalibrationKey, calibrations: tuple[Calibration, ...]) -> Calibration | None:
+    """The calibration that applies to a plan of this key: one of exactly the same key, or none (the newest if
+    several were kept)."""
+    same = [c for c in calibrations if c.key == key]
+    return max(same, key=lambda c: c.date) if same else None
+
+
+def check(cal: Calibration, where: str) -> Calibration:
+    """A calibration read from disk, refused in one line unless its factor is a finite ratio within the band."""
+    f = cal.decode
+    if (
+        isinstance(f, bool)
+        or not isinstance(f, int | float)
+        or not math.isfinite(f)
+        or not MIN_FACTOR <= f <= MAX_FACTOR
+    ):
+        raise BadInput(
+            f"{where}: decode factor {f!r} is not a finite ratio between {MIN_FACTOR} and {MAX_FACTOR}; "
+            f"ktwizard calibration reset {cal.key.id} removes it"
+        )
+    if not isinstance(cal.rows, int) or cal.rows < 1 or cal.key.gpu_experts < 0 or cal.key.tp < 1:
+        raise BadInput(f"{where}: rows, GPU experts or TP out of range; ktwizard calibration reset {cal.key.id}")
+    return cal
 
 
 def factor_from(pairs: list[tuple[float, float]]) -> float | None:

@@ -12,7 +12,7 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.routing import RoutingCounts
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
-from ktwizard.planner.calibration import Calibration, host_key
+from ktwizard.planner.calibration import Calibration, factor_for, host_key, key_of
 from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
 from ktwizard.planner.memory import host_budget
@@ -167,7 +167,7 @@ def plan(
     hints: SglangHints | None = None,
     recipe: Recipe | None = None,
     trial: bool = False,
-    calibration: Calibration | None = None,
+    calibrations: tuple[Calibration, ...] = (),
     routing: RoutingCounts | None = None,
 ) -> Plan:
     """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
@@ -200,8 +200,12 @@ def plan(
     for hb in host_budgets:
         if not hb.fits:
             where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
+            # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
+            loading = hb.item("loader peak (one layer)")
+            when = " only while loading (kt-kernel holds one layer as read on top of the loaded ones)"
             overflows.append(
-                f"{where} is over by {human(-hb.free)}: {human(hb.used)} needed of {human(hb.capacity)} usable"
+                f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
+                f"needed of {human(hb.capacity)} usable"
             )
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
@@ -253,9 +257,8 @@ def plan(
             report = placement_report(routing, spec, gpu_experts, goals.expert_stats or "routing file")
             hit = report.frequency if goals.placement == "frequency" else report.uniform
         setup = setup_from_plan(host, spec, result, hit)  # what is rendered: chunk, threshold, threads, pools
-        same = calibration is not None and (calibration.host_key, calibration.model) == (result.host_key, spec.id)
-        cal = calibration if same else None
-        fc = forecast(setup, sizing.context, goals.concurrency, cal.factor if cal else 1.0, cal.line if cal else "")
+        cal = factor_for(key_of(result), calibrations)  # only a bench of exactly this key corrects the forecast
+        fc = forecast(setup, sizing.context, goals.concurrency, cal.decode if cal else 1.0, cal.line if cal else "")
         result = replace(result, forecast=fc)
     if spec.architecture == "DeepseekV2ForCausalLM":
         from ktwizard.planner.memory.layers import place_layers

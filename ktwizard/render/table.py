@@ -75,6 +75,10 @@ def _gpu(indices: list[int], b: GpuBudget) -> list[str]:
         + (f", {human(left)} unused" if left >= 0 else f": OVER by {human(-left)}"),
         "  ",
     )
+    if b.margin_parts:  # what the margin is made of: each estimate's uncertainty (planner/memory/margin.py)
+        out += wrap(
+            "kept free: " + "; ".join(f"{name} {human(n)}" for name, n, _ in b.margin_parts if n), "  ", "        "
+        )
     out += _items(b.items, b.total)
     peaks = [f"{p.phase} {human(p.bytes)}" + (" (binding)" if p.phase == b.binding else "") for p in b.phases]
     out += wrap("phases: " + " · ".join(peaks), "  ", "        ")

@@ -75,6 +75,61 @@ def rendered(app, id_: str) -> str:
     return console.export_text()
 
 
+def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, state_home, monkeypatch):
+    """The runner "native" on the Launch step (what "auto" picks without an engine) starts the stand-in as
+    `launch --native` does, through the same workflow: the plan (with its recorder folder) and the peak check's
+    report are kept beside the record, so `chat NAME` and `placement record NAME` find what they need (the old
+    wizard launched through Docker only and kept neither)."""
+    import os
+
+    from conftest import REPO, free_port
+
+    from ktwizard.planner.types import Plan
+    from ktwizard.serial import read_structured
+    from ktwizard.tui.monitor_app import MonitorScreen
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests" / "standin"), os.environ["PYTHONPATH"]]))
+    port = free_port()
+    name = f"ktw-wiznat-{port}"
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot, weights=checkpoint)
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            s = app.screen
+            s.query_one("#name").value = name
+            s.query_one("#port").value = str(port)
+            s.query_one("#gpu-mode").value = "none"
+            s.query_one("#runner").value = "native"
+            s.query_one("#env").value = "STANDIN_STEP_S=0.05"
+            s.query_one("#formats").focus()
+            await pilot.press("l")
+            await pilot.pause()
+            await pilot.press("y")
+            for _ in range(300):
+                await pilot.pause(0.1)
+                if isinstance(app.screen, MonitorScreen):
+                    break
+            assert isinstance(app.screen, MonitorScreen), [str(x.text) for x in s.query_one("#launch-log").lines]
+            await pilot.press("q")
+            await pilot.pause()
+
+    try:
+        asyncio.run(go())
+        folder = state_home / "ktwizard" / "deployments"
+        record = read_structured(folder / f"{name}.json")
+        assert record["kind"] == "native" and record["pid"]
+        kept = Plan.load(read_structured(folder / f"{name}.plan.json"), "kept plan")
+        assert kept.goals.record_routing  # placement record finds the recorder's folder
+        assert read_structured(folder / f"{name}.peak.json")  # the peak check's report (skipped: no GPU here)
+        chat = run_cli("chat", name, "--max-tokens", "3")
+        assert chat.returncode == 0, chat.stderr
+    finally:
+        run_cli("stop", name)
+
+
 def test_whole_flow_reaches_launch_with_the_cli_args(state_home, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
 

@@ -74,3 +74,70 @@ def test_monitor_exporter_and_bench_take_name_or_url_like_chat():
         assert twice.returncode == 2 and "once" in twice.stderr, cmd
     named = run_cli("bench", "no-such-deployment")
     assert named.returncode == 2 and "no deployment of that name" in named.stderr
+
+
+def test_prompts_share_no_prefix_and_vary():
+    from ktwizard.bench.prompts import Prompts, Sizing
+
+    a, b = Prompts(), Prompts()
+    made = [a.next(300) for _ in range(20)] + [b.next(300) for _ in range(5)]
+    firsts = [p.split()[0] for p in made]
+    assert len(set(firsts)) == len(made)  # the first word differs: a radix cache can serve no prefix of any
+    assert all(len(p.split()) == 300 for p in made)
+    body = made[0].split()[1:]
+    assert len(set(body)) > 100  # varied words, not one token repeated (which would route to a few experts)
+    assert Sizing(10, 1.25).words_for(1010) == 800 and Sizing(0, 1).words_for(1) == 2
+
+
+def test_a_cached_run_is_never_a_prefill_speed():
+    from ktwizard.bench.report import from_cache
+
+    assert not from_cache(8192, None) and not from_cache(8192, 0) and not from_cache(8192, 40)  # the chat template
+    assert from_cache(8192, 4096) and from_cache(4096, 4095)
+    row = PrefillRow(4096, 4096, (6.8, 0.15), (0, 4095), (False, True))
+    assert row.fresh == (6.8,) and row.tok_s == pytest.approx(4096 / 6.8)
+    whole = PrefillRow(4096, 4096, (0.15,), (4095,), (True,))
+    assert whole.tok_s == 0.0
+    md = markdown(BenchReport("u", "m", prefill=(row, whole)))
+    assert "1 cached run(s) left out" in md and "served from the cache (4,095 tokens)" in md and "27," not in md
+    rows = csv_text(BenchReport("u", "m", prefill=(row, whole))).splitlines()
+    assert rows[1].split(",")[5] == f"{4096 / 6.8:.2f}" and rows[2].split(",")[5] == ""
+
+
+def test_steps_over_the_context_length_are_skipped_with_a_note():
+    from ktwizard.bench.runner import Sweep, plan_steps
+
+    steps, notes = plan_steps(Sweep(contexts=(4096, 65536), decode_contexts=(0, 60000), concurrency=(1, 2),
+                                    decode_tokens=256, context_length=60100))  # fmt: skip
+    assert [(s.kind, s.context, s.concurrency) for s in steps] == [("prefill", 4096, 1), ("decode", 0, 1),
+                                                                   ("decode", 0, 2)]  # fmt: skip
+    assert notes == ["skipped, over the server's context length of 60,100 tokens: prefill 65,536, decode after 60,000"]
+    assert plan_steps(Sweep(contexts=(65536,), context_length=None))[1] == []
+
+
+def test_the_eta_comes_from_measured_rates():
+    import io
+
+    from ktwizard.bench.progress import Step, StepProgress
+
+    steps = [Step("prefill", 4096, 1, 2, 1), Step("prefill", 32768, 1, 2, 1), Step("decode", 0, 2, 1, 256)]
+    out = io.StringIO()
+    prog = StepProgress(steps, out)
+    assert prog.left_s() is None  # nothing measured yet
+    prog.observe(4096, 4096 / 600, 0, 0.0)  # 600 tok/s prefill
+    prog.observe(512, 512 / 600, 15, 15 / 20)  # 20 tok/s per stream
+    prog("prefill 4096")
+    # left: 2 x 32768 / 600 + (2 x 0 / 600 + 256 / 20)
+    assert prog.left_s() == pytest.approx(2 * 32768 / 600 + 256 / 20)
+    assert "about 2.0 min left" in out.getvalue()
+
+
+def test_cached_tokens_are_read_type_safely():
+    from ktwizard.bench.client import _cached, _count
+
+    assert _cached({"prompt_tokens_details": {"cached_tokens": 12}}) == 12
+    assert _cached({"prompt_tokens_details": None}) is None  # sglang's null: not said (no flag, or no hit)
+    assert _cached({}) is None  # not reported at all
+    for bad in ([], "x", {"cached_tokens": "5"}, {"cached_tokens": True}, {"cached_tokens": -1}):
+        assert _cached({"prompt_tokens_details": bad}) is None
+    assert _count(True) is None and _count(2.0) is None and _count(7) == 7

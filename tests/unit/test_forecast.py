@@ -18,12 +18,9 @@ from ktwizard.host.dimm import memory_speed, parse_type17
 from ktwizard.host.profile import MemorySpeed
 from ktwizard.host.root import Root
 from ktwizard.host.spec import host_from_spec, load_host
-from ktwizard.models.presets import get_preset, recipe_for
-from ktwizard.planner.calibration import Calibration, host_key
-from ktwizard.planner.core import plan
+from ktwizard.models.presets import get_preset
 from ktwizard.planner.forecast.model import decode_step, prefill_chunk, setup_for
 from ktwizard.planner.forecast.terms import TERMS
-from ktwizard.planner.types import Goals
 
 ROOT = Path(__file__).resolve().parents[2]
 EVIDENCE = ROOT / "benchmarks" / "forecast"
@@ -160,22 +157,8 @@ def test_the_shipped_terms_hold_the_published_decode_figures():
     validation = json.loads((ROOT / "benchmarks" / "results" / "forecast-validation.json").read_text())
     # the bar on sources never fitted: decode median within 25 %, prefill within 35 %
     assert validation["aside"]["decode"]["median_abs_error"] <= 0.25
+    assert validation["aside"]["prefill"]["median_abs_error"] <= 0.35
     assert validation["leave_machine_out"]["prefill"]["median_abs_error"] <= 0.35
-
-
-def test_calibration_applies_to_the_same_host_and_model_only():
-    host = load_host("rtx-pro-6000-epyc-9355")
-    p = get_preset("kimi-k2.7-code")
-    goals = Goals(context=32768)
-    base = plan(host, p.spec(), goals, p.sglang, recipe_for(p.id))
-    cal = Calibration(host_key(host), p.id, "RAWINT4", 8, 0.8, "2026-12-01", 4)
-    mine = plan(host, p.spec(), goals, p.sglang, recipe_for(p.id), calibration=cal)
-    assert mine.forecast and base.forecast
-    assert mine.forecast.at_goals.tok_s_per_stream == pytest.approx(0.8 * base.forecast.at_goals.tok_s_per_stream, 0.01)
-    assert "calibrated by bench on 2026-12-01: x0.80" in mine.forecast.calibration
-    other = replace(host, memory=replace(host.memory, speed=MemorySpeed("DDR5", 4800, 12, "host spec")))
-    theirs = plan(other, p.spec(), goals, p.sglang, calibration=cal)
-    assert theirs.forecast and theirs.forecast.calibration == "" and theirs.forecast.factor == 1.0
 
 
 def test_memory_speed_from_a_host_spec_scales_the_cpu_side():
@@ -224,22 +207,3 @@ def test_smbios_records_give_speed_and_channels(tmp_path):
     assert parse_type17(b"\x11\x05") is None and parse_type17(b"") is None
     assert memory_speed(Root(tmp_path / "nothing"), 1) is None
     assert math.isfinite(m.speed_mts)
-
-
-def test_bench_rows_calibrate_the_saved_plans_host_and_model(tmp_path, monkeypatch):
-    from ktwizard.bench.calibration_store import calibrate, stored
-
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    host = load_host("rtx-pro-6000-epyc-9355")
-    p = get_preset("kimi-k2.7-code")
-    made = plan(host, p.spec(), Goals(context=32768, concurrency=2), p.sglang, recipe_for(p.id))
-    assert made.forecast
-    saved = made  # typed, as app.target reads it back
-    at = {(d.context_tokens, d.concurrency): d.tok_s_total for d in made.forecast.decode}
-    # measured at 90 % and 80 % of the forecast: the geometric mean is sqrt(0.72)
-    cal = calibrate(saved, [(0, 1, 0.9 * at[(0, 1)]), (8192, 2, 0.8 * at[(8192, 2)]), (0, 7, 1.0)])
-    assert cal is not None and cal.factor == pytest.approx(math.sqrt(0.72), abs=0.002) and cal.rows == 2
-    assert stored(host, p.id) == cal
-    other = replace(host, cpu=replace(host.cpu, cores_per_socket=64))
-    assert stored(other, p.id) is None and stored(host, "minimax-m2") is None
-    assert calibrate(saved, [(0, 1, float("nan"))]) is None and calibrate(replace(made, forecast=None), []) is None

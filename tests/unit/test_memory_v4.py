@@ -91,3 +91,137 @@ def test_a_launch_whose_pool_is_smaller_than_promised_fails_with_the_fix():
     d = pool_shortfall(r, {"max_total_num_tokens": 147306})
     assert d is not None and f"147,306 tokens of the {promised:,}" in d.cause
     assert "--max-mamba-cache-size" in d.fix and "re-plan" in d.fix
+
+
+# --- replicated parameters at TP > 1 -----------------------------------------------------------------------------
+def host(card: str, gib: int, count: int, cc: str = "8.9"):
+    from ktwizard.host.spec import host_from_spec
+
+    return host_from_spec(
+        {
+            "gpus": [{"name": card, "memory_gib": gib, "compute_capability": cc, "count": count}],
+            "cpu": {
+                "model": "Intel Xeon Platinum 8480+",
+                "sockets": 2,
+                "cores_per_socket": 56,
+                "threads_per_core": 2,
+                "flags": [
+                    "avx2",
+                    "avx512f",
+                    "avx512bw",
+                    "avx512vl",
+                    "avx512_vnni",
+                    "avx512_bf16",
+                    "avx512vbmi",
+                    "amx_tile",
+                    "amx_int8",
+                    "amx_bf16",
+                ],
+            },  # fmt: skip
+            "numa_nodes": 2,
+            "memory_gib": 2048,
+        }
+    )
+
+
+def test_mla_fused_a_projection_is_whole_on_every_rank():
+    """deepseek_v2.py:1485-1510: fused_qkv_a_proj_with_mqa is a ReplicatedLinear (q_lora + kv_lora + rope rows of
+    hidden), with q_a_layernorm / kv_a_layernorm (:1511, :1627); the rest of the non-expert weights is split."""
+    f = facts("deepseek-v3")
+    p = get_preset("deepseek-v3")
+    spec = p.spec()
+    r = plan(host("NVIDIA L40", 48, 8), spec, Goals(context=32768), p.sglang, recipe_for(p.id))
+    a = f["attention"]
+    hidden, layers = f["hidden_size"], f["num_hidden_layers"]
+    rows = a["q_lora_rank"] + a["kv_lora_rank"] + a["qk_rope_head_dim"]
+    # FP8 e4m3 weights with a 128 x 128 block fp32 scale_inv for each of q_a and kv_a, bf16 norm weights
+    blocks = (-(-a["q_lora_rank"] // 128) + -(-(a["kv_lora_rank"] + a["qk_rope_head_dim"]) // 128)) * (hidden // 128)
+    whole = (rows * hidden + blocks * 4 + (a["q_lora_rank"] + a["kv_lora_rank"]) * 2) * layers
+    assert abs(whole - 0.86 * GiB) < 0.01 * GiB
+    g = spec.bytes_by_group
+    kept = g["norms"] + g["router"] + whole
+    expect = kept + -(-(spec.non_expert_bytes - kept) // 8)
+    got = r.gpu_budgets[0].item("non-expert weights")
+    assert abs(got - expect) < MiB, (got, expect)
+    # what the old ledger (everything but norms and router divided) missed: 7/8 of the projection, +0.75 GiB
+    old = g["norms"] + g["router"] + -(-(spec.non_expert_bytes - g["norms"] - g["router"]) // 8)
+    assert abs((got - old) - whole * 7 / 8) < MiB
+
+
+def test_gqa_kv_heads_are_copied_when_tp_exceeds_them():
+    """layers/linear.py:895-900: tp >= kv heads gives every rank one whole K/V head (num_kv_head_replicas)."""
+    f = facts("qwen3-235b-a22b")
+    p = get_preset("qwen3-235b-a22b")
+    spec = p.spec()
+    r = plan(host("NVIDIA L40", 48, 8), spec, Goals(context=32768), p.sglang, recipe_for(p.id))
+    a, hidden, layers = f["attention"], f["hidden_size"], f["num_hidden_layers"]
+    kv_heads, head_dim = a["num_key_value_heads"], a["head_dim"]
+    assert kv_heads < 8
+    kv_total = 2 * kv_heads * head_dim * hidden * layers * 2  # K and V, bf16
+    held = 2 * 1 * head_dim * hidden * layers * 2  # one head each per rank
+    g = spec.bytes_by_group
+    kept = g["norms"] + g["router"]
+    expect = kept + -(-(spec.non_expert_bytes - kept - kv_total) // 8) + held
+    got = r.gpu_budgets[0].item("non-expert weights")
+    assert abs(got - expect) < 8, (got, expect)
+
+
+# --- smaller items -------------------------------------------------------------------------------------------------
+def capture_ladder(max_bs: int) -> list[int]:
+    """server_args.py:1440-1457, no speculative decoding: 1, 2, 4, 8, 12, then 16..256 by 8, ..."""
+    bs = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 512, 16)) + list(range(512, max_bs + 1, 32))
+    return [b for b in bs if b <= max_bs]
+
+
+def test_flashinfer_wrappers_follow_the_captured_sizes_not_every_batch_size():
+    """One decode wrapper per captured size (flashinfer_mla_backend.py:384): at 37 streams 8 sizes are captured
+    (1, 2, 4, 8, 12, 16, 24, 32), not 37 sizes twice (the old 624 MiB on the Kimi 8 x L20 run)."""
+    p = get_preset("kimi-k2-thinking")
+    r = plan(host("NVIDIA L20", 48, 8), p.spec(), Goals(context=1000, concurrency=37, method="AMXINT4",
+             gpu_experts=200), p.sglang, recipe_for(p.id))  # fmt: skip
+    assert r.flag("--cuda-graph-max-bs") == 37 and capture_ladder(37) == [1, 2, 4, 8, 12, 16, 24, 32]
+    assert r.gpu_budgets[0].item("flashinfer wrapper workspaces") == (4 + len(capture_ladder(37))) * 8 * MiB
+
+
+def test_the_margin_is_each_estimates_uncertainty_and_says_so():
+    """Kimi 131,072 x 1 on the RTX PRO 6000: no blanket 3 % (2.87 GiB); the parts are named and sum to the margin,
+    and the card is then within one expert per layer of full."""
+    p = get_preset("kimi-k2.7-code")
+    r = plan(load_host("rtx-pro-6000-epyc-9355"), p.spec(), Goals(context=131072), p.sglang, recipe_for(p.id))
+    (b,) = r.gpu_budgets
+    names = [n for n, _, _ in b.margin_parts]
+    assert "lazily loaded kernel modules" in names and any(n.startswith("attention (") for n in names)
+    assert b.margin == sum(n for _, n, _ in b.margin_parts) < 0.03 * b.total
+    # every part is a share of an item alive at some phase, or the unmodelled kernel modules (256 MiB)
+    items = {i.name: i.bytes for i in b.items}
+    for name, n, why in b.margin_parts:
+        assert why and (name == "lazily loaded kernel modules" or 0 < n <= 0.25 * items[name]), name
+    per = b.item("GPU experts") // r.gpu_experts
+    assert 0 <= b.total - b.margin - b.used < per
+
+
+def test_binding_label_on_equal_peaks_names_the_longest_prompt():
+    """A MoE step that binds at both prompt lengths is the longest prompt's (the phase the peak check drives)."""
+    from ktwizard.planner.memory.budget import BudgetItem, GpuBudget
+
+    step = BudgetItem("MoE (x)", GiB, "", "runtime", live=("short prompt", "longest prompt"))
+    b = GpuBudget(0, "card", 10 * GiB, (BudgetItem("w", GiB, "", "weights"), step))
+    assert b.binding == "longest prompt"
+
+
+def test_chunk_cost_is_the_longest_prompt_step_and_the_staging_buffer():
+    """The function a chunk-size choice uses: at the plan's own chunk it is the ledger's longest-prompt step plus the
+    staging buffer (chunk x hidden x bf16, kt_ep_wrapper.py:5268-5279); a larger chunk costs more."""
+    from ktwizard.planner.memory.sizing import Sizing
+
+    p = get_preset("kimi-k2.7-code")
+    h = load_host("rtx-pro-6000-epyc-9355")
+    g = Goals(context=65536, concurrency=4)
+    r = plan(h, p.spec(), g, p.sglang, recipe_for(p.id))
+    (b,) = r.gpu_budgets
+    s = Sizing(p.spec(), g, h.gpus.devices, r.method, True, 65536, "flashinfer")
+    chunk = r.flag("--chunked-prefill-size")
+    assert isinstance(chunk, int)
+    steps = max(b.item("attention (longest prompt)"), b.item("MoE (longest prompt)"))
+    assert s.chunk_cost(chunk) == steps + chunk * 7168 * 2
+    assert s.chunk_cost(chunk // 2) < s.chunk_cost(chunk) < s.chunk_cost(chunk * 2)

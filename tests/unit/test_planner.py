@@ -95,7 +95,10 @@ def test_tp4_splits_non_expert_weights_and_keeps_mla_kv_whole():
     r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=65536), p.sglang)
     assert r.tp == 4 and len(r.gpu_budgets) == 4 and r.flag("--kt-threadpool-count") == 2
     g = p.spec().bytes_by_group
-    replicated = g["norms"] + g["router"]
+    # every rank holds the norms, the router gate and MLA's fused q_a/kv_a projection (a ReplicatedLinear,
+    # models/deepseek_v2.py:1485-1510) with its q_a/kv_a RMSNorms, bf16 in this checkpoint: 7168 x (1536 + 512 + 64)
+    # weights and 1536 + 512 norm weights per layer, 61 layers
+    replicated = g["norms"] + g["router"] + (7168 * (1536 + 512 + 64) + 1536 + 512) * 2 * 61
     assert r.gpu_budgets[0].item("non-expert weights") == replicated + -(-(p.spec().non_expert_bytes - replicated) // 4)
     assert r.gpu_budgets[0].item("KV pool") == 65536 * 576 * 61 * 2  # MLA latent cache is not split by TP
     assert r.gpu_budgets[0].item("NCCL buffers") == 4 * GiB // 8

@@ -67,7 +67,8 @@ class GpuBudget(_Itemised):
     name: str
     total: int
     items: tuple[BudgetItem, ...]
-    margin: int = 0  # kept free at the binding phase: fragmentation and unmodelled allocations
+    margin: int = 0  # kept free: each estimate's uncertainty and what is unmodelled (planner/memory/margin.py)
+    margin_parts: tuple[tuple[str, int, str], ...] = ()  # (what, bytes, why) summing to `margin`
     total_estimated: bool = False  # a hand-written card ktwizard does not know
 
     @property

@@ -43,8 +43,12 @@ ALLOC_OVERHEAD_EXPANDABLE = 256 * MiB  # expandable segments: survived at +0.19 
 # ~12 live hidden-size copies plus attention and routed-expert intermediates; the SGLang-KT path uses
 # planner/memory/steps.py.
 ACT_HIDDEN_COPIES = 12
+# layer-wise placement (planner/memory/layers.py) keeps its blanket margin; the SGLang-KT ledger keeps each
+# estimate's own uncertainty instead (planner/memory/margin.py)
 HEADROOM_FRACTION = 0.03  # margin for fragmentation and unmodelled allocations (peer-memory-estimators §5.3 rule 10)
 HEADROOM_MIN = 1 * GiB
+# CUDA kernel modules loaded lazily, outside torch's allocator: unmeasured (runtime-memory-audit-3 §8, EST)
+LAZY_KERNEL_MODULES = 256 * MiB
 
 # --- host side ---
 HOST_PROCESS = 8 * GiB  # SGLang server process: Python, torch, CUDA and NCCL host libraries (estimate)

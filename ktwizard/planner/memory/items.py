@@ -31,14 +31,49 @@ def driver_and_others(gpu: GPU) -> tuple[int, bool, int]:
     return reserve, False, procs
 
 
-def non_expert_per_rank(spec: ModelSpec, tp: int) -> int:
-    """Attention, dense MLP, shared experts, embeddings and lm_head split over TP.
+def _attention_bytes_per_param(spec: ModelSpec) -> float:
+    """The attention tensors' stored bytes per parameter (bf16 2.0, block-FP8 about 1.0 with its scales)."""
+    params = spec.params_by_group.get("attention", 0)
+    return spec.bytes_by_group.get("attention", 0) / params if params else 2.0
 
-    Norms, router and vision are replicated.
+
+def attention_replicated(spec: ModelSpec, tp: int) -> tuple[int, int]:
+    """(bytes every rank holds whole, bytes each rank holds of the rest of attention as a share) at this TP.
+
+    MLA: the fused q_a / kv_a projection is a ReplicatedLinear (models/deepseek_v2.py:1485-1510, also :1531 without
+    q_lora) with its two RMSNorms (:1511, :1627); q_b, kv_b and o_proj are column/row parallel.
+    GQA: QKVParallelLinear gives each rank max(1, kv_heads / tp) K/V heads (layers/linear.py:895-900), so at TP above
+    the KV-head count the K/V projections are copied, not split.
+    """
+    if tp == 1:
+        return 0, 0
+    a = spec.attention
+    per_param = _attention_bytes_per_param(spec)
+    if a.kind.startswith("mla"):
+        params = spec.hidden * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim)
+        norms = (a.q_lora_rank + a.kv_lora_rank) * 2  # bf16 RMSNorm weights
+        return int(params * per_param + norms) * spec.layers, 0
+    if a.kv_heads and a.kv_heads < tp:
+        layers = a.full_attention_layers or spec.layers
+        kv_params = 2 * a.kv_heads * a.head_dim * spec.hidden * layers  # K and V projections, every layer
+        held = 2 * a.head_dim * spec.hidden * layers  # one K/V head per rank, whatever the TP
+        return 0, int(held * per_param) - ceil(kv_params * per_param / tp)
+    return 0, 0
+
+
+def non_expert_per_rank(spec: ModelSpec, tp: int) -> int:
+    """Attention, dense MLP, shared experts, embeddings and lm_head split over TP (vocab-parallel embedding and
+    lm_head, layers/vocab_parallel_embedding.py; shared experts column/row parallel, deepseek_v2.py:588-600).
+
+    Replicated on every rank: norms, the router gate (MoEGate / ReplicatedLinear in every model class: deepseek_v2.py
+    :315, qwen3_moe.py:249, glm4_moe.py:373, minimax_m2.py:365, gpt_oss.py:150, mixtral.py:81), the vision tower,
+    MLA's q_a/kv_a projection, and GQA K/V heads copied when TP exceeds their count (attention_replicated).
+    MTP layers are not loaded (no speculative decoding is planned).
     """
     g = spec.bytes_by_group
-    replicated = g.get("norms", 0) + g.get("router", 0) + g.get("vision", 0)
-    return replicated + ceil((spec.non_expert_bytes - replicated) / tp)
+    whole, extra = attention_replicated(spec, tp)
+    replicated = g.get("norms", 0) + g.get("router", 0) + g.get("vision", 0) + whole
+    return replicated + ceil((spec.non_expert_bytes - replicated) / tp) + extra
 
 
 def mxfp4_upcast(spec: ModelSpec) -> bool:
@@ -92,3 +127,10 @@ def cpu_bytes_per_expert(spec: ModelSpec, method: str) -> int:
     if n is None:
         raise ValueError(f"no CPU size for {method}")
     return n
+
+
+def captured_batch_sizes(max_bs: int) -> tuple[int, ...]:
+    """The batch sizes CUDA graphs are captured for, without speculative decoding (server_args.py:1431-1459): not
+    every size up to --cuda-graph-max-bs, a ladder 1, 2, 4, 8, 12, 16, 24, ... (a batch between two runs padded)."""
+    ladder = [1, 2, 4, 8, 12, *range(16, 257, 8), *range(272, 512, 16), *range(512, max_bs + 1, 32)]
+    return tuple(bs for bs in ladder if bs <= max_bs)

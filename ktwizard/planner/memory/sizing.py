@@ -21,8 +21,8 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory import ledger as L
-from ktwizard.planner.memory import linear_state, steps
-from ktwizard.planner.memory.budget import TIE_ORDER, BudgetItem, GpuBudget
+from ktwizard.planner.memory import linear_state, margin, steps
+from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
 from ktwizard.runtime import rules
@@ -175,17 +175,20 @@ class Sizing:
 
     def ready(self) -> list[BudgetItem]:
         graphs = self.decode_steps(self.graph_bs)
+        captured = M.captured_batch_sizes(self.graph_bs)
+        per_bs = 2 if self.spec.attention.kind == "gqa_swa" else 1
         pool = max(s.bytes for s in graphs)
         items = [
             L.flashinfer_workspace(self.backend),
             BudgetItem(
                 "flashinfer wrapper workspaces",
-                (4 + 2 * self.graph_bs) * C.FLASHINFER_INT_WORKSPACE,
-                "8 MiB int workspace per wrapper: prefill, decode and one per captured batch size up to "
-                f"{self.graph_bs}",
+                (4 + per_bs * len(captured)) * C.FLASHINFER_INT_WORKSPACE,
+                f"8 MiB int workspace per wrapper: prefill, decode and {per_bs} per captured batch size "
+                f"({len(captured)} sizes up to {self.graph_bs}: {', '.join(map(str, captured))})",
                 "ready",
                 True,
-                source="flashinfer BatchPrefill/DecodeWithPagedKVCacheWrapper (int workspace)",
+                source="flashinfer_mla_backend.py:384 / flashinfer_backend.py:557-560 (one decode wrapper per "
+                "captured size, two for sliding-window models); server_args.py:1431-1459 (the sizes)",
             )
             if self.backend == "flashinfer"
             else None,
@@ -226,6 +229,15 @@ class Sizing:
         )
         return attn, moe
 
+    def chunk_cost(self, chunk: int) -> int:
+        """What a --chunked-prefill-size costs on a GPU that depends on it: the longest prompt's larger step (its
+        last chunk over its own prefix, every other request riding) plus the KT staging buffer (rank 0,
+        kt_ep_wrapper.py:5268-5279). For a plan choosing its chunk size: compare chunk_cost(a) - chunk_cost(b)."""
+        c, ctx = self.goals.concurrency, self.context
+        riders = ctx * (c - 1)
+        attn, moe = self.prefill_steps(chunk + c - 1, (riders, riders + max(0, ctx - chunk)))
+        return max(attn.bytes, moe.bytes) + chunk * self.spec.hidden * 2
+
     def runtime(self) -> list[BudgetItem]:
         c, ctx = self.goals.concurrency, self.context
         items: list[BudgetItem] = []
@@ -241,9 +253,6 @@ class Sizing:
         items += L.step_items("decode", *self.decode_steps(c))
         return items
 
-    def margin(self, g: GPU) -> int:
-        return M.headroom(g.memory_total)
-
     def _key(self, g: GPU, rank: int) -> tuple[object, ...]:
         # GPUs alike in size, use and rank role have the same ledger: 8 identical cards are sized twice, not 8 times
         return (g.memory_total, M.driver_and_others(g), g.memory_total_estimated, rank == 0)
@@ -255,13 +264,23 @@ class Sizing:
             if self._after is None:  # what start-up and the prompts allocate is the same for every GPU and count
                 self._after = self.kv() + self.ready() + self.runtime()
             items = self.before(g) + self.weights(rank, experts) + self._after
-            shared = self._budgets[key] = GpuBudget(
+            bare = GpuBudget(
                 gpu=g.index,
                 name=g.name,
                 total=g.memory_total,
                 items=tuple(items),
-                margin=self.margin(g),
                 total_estimated=g.memory_total_estimated,
+            )
+            # kept free: the uncertainty of the estimates alive at a phase, at the phase where it is largest (the
+            # estimates do not grow with the GPU experts, so the search's closed form still holds)
+            kept = max(
+                (margin.parts(bare.items, bare.phase_items(p)) for p in PHASES),
+                key=lambda ps: sum(x.bytes for x in ps),
+            )
+            shared = self._budgets[key] = replace(
+                bare,
+                margin=sum(x.bytes for x in kept),
+                margin_parts=tuple((x.name, x.bytes, x.why) for x in kept),
             )
         if (shared.gpu, shared.name) == (g.index, g.name):
             return shared

@@ -77,6 +77,14 @@ def attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: 
     if not a.kind.startswith("mla"):
         hl, kvl = _heads(a.heads, tp), _heads(a.kv_heads, tp)
         parts += [("q/k/v", M * (hl + 2 * kvl) * a.head_dim * 2), ("attention output", M * hl * a.head_dim * 2)]
+        if backend == "flashinfer" and extend and prefix > 0:
+            # ragged (o1, lse1) + paged (o2, lse2) + merge_state's o are alive together, beside q made contiguous
+            # out of the fused qkv (layers/attention/flashinfer_backend.py:768, :837-853)
+            parts += [
+                ("q made contiguous", M * hl * a.head_dim * 2),
+                ("paged and merged outputs", 2 * M * hl * a.head_dim * 2),
+                ("log-sum-exp of both parts", 2 * M * hl * 4),
+            ]
         if a.kind == "hybrid_linear":  # the linear-attention layers' q/k/v/z projections (gated delta net)
             lin = 2 * a.linear_key_heads * a.linear_key_head_dim + 2 * a.linear_value_heads * a.linear_value_head_dim
             parts.append(("linear-attention projections", M * ceil(lin / tp) * 2))
@@ -121,6 +129,8 @@ def attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: 
     parts += [("q absorbed", M * hl * r * 2), ("attention output (latent)", M * hl * r * 2), ("output", M * hl * v * 2)]
     if backend == "triton":
         parts.append(("q concatenated (torch.cat)", M * hl * (r + rope) * 2))
+        if extend and prefix > 0:  # alive when o_proj returns (models/deepseek_v2.py:2491-2506)
+            parts.append(("o_proj output", M * H * 2))
     if spec.other_format.kind.startswith("fp8"):
         parts.append(("o_proj input quantized to FP8", M * hl * v + ceil(M * hl * v / 128) * 4))
     return Step(

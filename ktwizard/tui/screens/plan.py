@@ -128,7 +128,7 @@ class PlanScreen(Step):
             goals = self.goals()
             model = self.state.model()
             result = plan(
-                self.host, model.spec, goals, model.hints, model.recipe, calibration=stored(self.host, model.spec.id)
+                self.host, model.spec, goals, model.hints, model.recipe, calibrations=stored(self.host, model.spec.id)
             )
         except KtwizardError as exc:
             verdict_w.update(Text(exc.message, style="red"))

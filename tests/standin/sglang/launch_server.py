@@ -33,8 +33,12 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
                         batch of uneven prefixes decompresses less than 131,072. Unset: no attention step.
   STANDIN_EOS_AFTER     a request at temperature 0 without ignore_eos (or min_tokens) ends after this many tokens, as a
                         model reaching its end-of-sequence token does (unset: never early)
+  STANDIN_POOL_TOKENS   the KV pool the profile leaves, below --max-total-tokens (a GPU with less free than planned)
+  STANDIN_MAX_NEW       every request ends after this many tokens, ignore_eos or not (a request reaching the context)
   Prompts are prefilled in chunks of --chunked-prefill-size behind a radix cache (a prompt's longest common prefix
   with an earlier one is cached), one "Prefill batch" line per chunk, as the real scheduler logs them.
+  /flush_cache empties that cache when nothing runs (400 otherwise); --disable-radix-cache turns it off; with
+  --enable-cache-report the OpenAI usage carries prompt_tokens_details.cached_tokens; /generate's meta_info always does.
 """
 
 from __future__ import annotations
@@ -243,6 +247,7 @@ class Engine:
         self.decode_window = (time.time(), 0)
         self.max_total = args.max_total_tokens or 100000
         self.decoding: dict[int, int] = {}  # request id -> its context, while it decodes
+        self.pass_ends = 0.0  # when the forward pass in progress (a prefill chunk) ends: nothing is output before
         self.seen: list[list[str]] = []
         self.registry = r = CollectorRegistry()
         labels = ["engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"]
@@ -300,7 +305,10 @@ class Engine:
         return generate_latest(self.registry)
 
     def cached(self, words: list[str]) -> int:
-        """The radix cache: the longest prefix this prompt shares with an earlier one (never all of it)."""
+        """The radix cache: the longest prefix this prompt shares with an earlier one (never all of it: the last token
+        is always computed, schedule_policy.py match_prefix). None with --disable-radix-cache (server_args.py:927)."""
+        if self.args.disable_radix_cache:
+            return 0
         best = 0
         for seen in self.seen:
             n = 0
@@ -309,11 +317,26 @@ class Engine:
                     break
                 n += 1
             best = max(best, n)
-        self.seen = (self.seen + [words])[-8:]
+        with self.lock:
+            self.seen = (self.seen + [words])[-8:]
         return min(best, len(words) - 1)
 
-    def prefill(self, n: int, words: list[str] | None = None) -> float:
-        """Prefill an n-token prompt chunk by chunk, as the scheduler does; returns the seconds it took."""
+    def flush_cache(self) -> bool:
+        """POST|GET /flush_cache (http_server.py:735): the scheduler resets the radix tree only while no request is
+        running or waiting (scheduler.py:2700-2729), else the endpoint answers 400."""
+        with self.lock:
+            if self.running:
+                log(
+                    f"Cache not flushed because there are pending requests. #queue-req: 0, #running-req: {self.running}"
+                )
+                return False
+            self.seen = []
+        log("Cache flushed successfully!")
+        return True
+
+    def prefill(self, n: int, words: list[str] | None = None) -> int:
+        """Prefill an n-token prompt chunk by chunk, as the scheduler does; returns the tokens served from the radix
+        cache (what the real server reports as meta_info cached_tokens, tokenizer_manager.py:1549)."""
         self.routing.count(n)
         cached = self.cached(words) if words else 0
         size = self.args.chunked_prefill_size or 8192
@@ -331,6 +354,7 @@ class Engine:
                 f"#running-req: {len(riders)}, #queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
             )
             seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
+            self.pass_ends = time.time() + seconds
             self.gpu.chunk(m, [done, *riders.values()], seconds, n)
             done += m
         self.realtime.labels(**self.lv, mode="prefill_compute").inc(n - cached)
@@ -339,7 +363,7 @@ class Engine:
         rest = float(ENV("STANDIN_MIN_PREFILL_S", "0.1")) - (time.time() - start)
         if rest > 0:  # no real prefill is instant
             time.sleep(rest)
-        return time.time() - start
+        return cached
 
     def step_delay(self) -> float:
         rate = float(ENV("STANDIN_DECODE_TPS", "20"))
@@ -378,6 +402,25 @@ def make_handler(args, engine: Engine, ready: threading.Event):
     served = args.served_model_name or args.model_path
     model = args.model_path
 
+    def health(path: str) -> int:
+        """http_server.py:488-560: 503 while starting; /health answers from state when
+        SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is false (environ.py:468, EnvBool); otherwise (and always on
+        /health_generate) it sends a one-token request and answers 200 only when the scheduler outputs anything
+        within SGLANG_HEALTH_CHECK_TIMEOUT (20 s, :183), polling each second. No output comes before the forward pass
+        in progress ends: a long KT prefill chunk makes it 503. (An idle stand-in answers at once.)"""
+        if not ready.is_set():
+            return 503
+        generate = ENV("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true").lower() not in ("false", "0", "no", "n")
+        if path == "/health" and not generate:
+            return 200
+        tic = time.time()
+        deadline = tic + int(ENV("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+        while engine.pass_ends > time.time():  # the probe rides the next batch
+            if time.time() >= deadline:
+                return 503
+            time.sleep(min(1.0, max(0.0, deadline - time.time())))
+        return 200 if time.time() < deadline else 503
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -412,7 +455,9 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             if self.refused(path):
                 return None
             if path in ("/health", "/health_generate"):
-                return self.reply(200 if ready.is_set() else 503, b"", "text/plain")
+                return self.reply(health(path), b"", "text/plain")
+            if path == "/flush_cache":  # GET and POST alike (http_server.py:735)
+                return self.flush()
             if path == "/v1/models":
                 return self.reply(
                     200,
@@ -472,9 +517,14 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                     os._exit(1)
                 made = getattr(engine.routing, RECORDER[path])()
                 return self.reply(200, {"success": True, **({"path": str(made)} if made else {})})
+            if path == "/flush_cache":
+                return self.flush()
             if path == "/generate":
-                engine.prefill(len(str(body.get("text", "")).split()) or 1)  # /generate: no memory model
-                return self.reply(200, {"text": "ok", "meta_info": {"completion_tokens": 8}})
+                words = str(body.get("text", "")).split()
+                cached = engine.prefill(len(words) or 1, words)  # /generate: no memory model
+                # meta_info always carries cached_tokens (tokenizer_manager.py:1545-1551), flag or not
+                meta = {"prompt_tokens": len(words) or 1, "completion_tokens": 8, "cached_tokens": cached}
+                return self.reply(200, {"text": "ok", "meta_info": meta})
             if path not in ("/v1/chat/completions", "/v1/completions"):
                 return self.reply(404, {"detail": "Not Found"})
             if not ready.is_set():
@@ -490,6 +540,8 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             eos = ENV("STANDIN_EOS_AFTER")
             if eos and not body.get("ignore_eos") and int(body.get("min_tokens") or 0) < max_tokens:
                 max_tokens = max(int(body.get("min_tokens") or 0), min(max_tokens, int(eos)))
+            if ENV("STANDIN_MAX_NEW"):  # every request ends there, whatever it asked (as one reaching the context)
+                max_tokens = min(max_tokens, int(ENV("STANDIN_MAX_NEW") or 0))
             self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"), words)
 
         def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool, words=None) -> None:
@@ -501,7 +553,7 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             head = {"id": cid, "object": "chat.completion.chunk" if chat else "text_completion", "created": int(start),
                     "model": served}  # fmt: skip
             try:
-                engine.prefill(prompt_tokens, words)
+                cached = engine.prefill(prompt_tokens, words)
                 engine.prompt.labels(served).inc(prompt_tokens)
                 first = time.time()
                 engine.ttft.labels(served).observe(first - start)
@@ -535,6 +587,10 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                     "completion_tokens": max_tokens,
                     "total_tokens": prompt_tokens + max_tokens,
                 }
+                # usage_processor.py:13-16,31-37: prompt_tokens_details only with --enable-cache-report, and only
+                # when something was cached; otherwise the field is null
+                cached_details = {"cached_tokens": cached} if args.enable_cache_report and cached > 0 else None
+                usage["prompt_tokens_details"] = cached_details
                 if stream:
                     end = {"index": 0, "delta": {}, "finish_reason": "length"} if chat else {
                         "index": 0, "text": "", "logprobs": None, "finish_reason": "length"}  # fmt: skip
@@ -556,6 +612,14 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                 with engine.lock:
                     engine.decoding.pop(rid, None)
                 engine.request(-1)
+
+        def flush(self) -> None:
+            ok = engine.flush_cache()
+            text = (
+                "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting "
+                "requests, the operation will not be performed.)\n"
+            )
+            return self.reply(200 if ok else 400, text.encode(), "text/plain; charset=utf-8")
 
         def chunk(self, obj) -> None:
             self.chunk_raw(b"data: " + json.dumps(obj).encode() + b"\n\n")
@@ -621,6 +685,8 @@ def serve(args) -> None:
         f"mem={avail:.2f} GB, mem usage={weights:.2f} GB."
     )
     tokens = args.max_total_tokens or 100000
+    if ENV("STANDIN_POOL_TOKENS"):  # less memory was left than planned: the profiled pool is below the cap (:627-641)
+        tokens = min(tokens, int(ENV("STANDIN_POOL_TOKENS") or 0))
     kv = tokens * cell / 2**30
     if FAIL == "cuda_oom@kv":
         cuda_oom("init_memory_pool", kv)
