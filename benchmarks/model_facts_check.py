@@ -52,7 +52,8 @@ def main(out: str) -> None:
     Path(out).write_text(json.dumps(rows, indent=1) + "\n")
     for r in rows:
         worst = max(abs(v["error"]) for k, v in r.items() if k not in ("preset", "params_vs_published"))
-        print(f"{r['preset']:20} worst byte error {worst:.2e}, params vs published {r['params_vs_published']['error']:+.3%}")
+        params = r["params_vs_published"]["error"]
+        print(f"{r['preset']:20} worst byte error {worst:.2e}, params vs published {params:+.3%}")
 
 
 if __name__ == "__main__":
