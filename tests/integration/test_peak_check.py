@@ -289,3 +289,18 @@ def test_a_check_whose_riders_end_early_fails_and_advises_nothing(checkpoint, tm
     while time.time() < deadline and not gone(port):
         time.sleep(0.2)
     assert gone(port) and not (state_home / "ktwizard/deployments" / f"{name}.json").exists()
+
+
+def test_a_pool_smaller_than_promised_fails_the_launch_with_the_fix(checkpoint, tmp_path, state_home):
+    """The runtime kept fewer KV tokens than --max-total-tokens asks (its profile found less memory): the goals cannot
+    be served, so the launch fails with the cause and the fix and leaves no server."""
+    name = f"ktw-pool-short-{time.monotonic_ns() % 10**8}"
+    plan = planned(checkpoint)
+    out, plan, port = launch(checkpoint, tmp_path, name, *standin_memory(plan), "--env", "STANDIN_POOL_TOKENS=147306")
+    assert out.returncode == 1, out.stderr
+    assert f"the KV pool holds 147,306 tokens of the {plan['max_total_tokens']:,} the plan promises" in out.stderr
+    assert "re-plan on this host" in out.stderr and "Traceback" not in out.stderr
+    deadline = time.time() + 10
+    while time.time() < deadline and not gone(port):
+        time.sleep(0.2)
+    assert gone(port) and not (state_home / "ktwizard/deployments" / f"{name}.json").exists()
