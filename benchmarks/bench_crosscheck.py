@@ -38,10 +38,29 @@ def start_standin(folder: Path, port: int, prefill: float, decode: float) -> sub
     from ktwizard.models.presets import get_preset
 
     (folder / "config.json").write_text(json.dumps(get_preset("kimi-k2.7-code").config))
-    env = {**os.environ, "STANDIN_STEP_S": "0.01", "STANDIN_PREFILL_TPS": str(prefill), "STANDIN_DECODE_TPS": str(decode),
-           "PYTHONPATH": str(ROOT / "tests" / "standin")}  # fmt: skip
-    args = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(folder), "--host", "127.0.0.1", "--port",
-            str(port), "--served-model-name", "m", "--context-length", "65536", "--enable-cache-report"]  # fmt: skip
+    env = {
+        **os.environ,
+        "STANDIN_STEP_S": "0.01",
+        "STANDIN_PREFILL_TPS": str(prefill),
+        "STANDIN_DECODE_TPS": str(decode),
+        "PYTHONPATH": str(ROOT / "tests" / "standin"),
+    }
+    args = [
+        sys.executable,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        str(folder),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        "m",
+        "--context-length",
+        "65536",
+        "--enable-cache-report",
+    ]
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     import httpx
 
@@ -82,9 +101,18 @@ def openai_request(client, prompt: str, max_tokens: int) -> dict:
             last = now
     latency = time.perf_counter() - st
     out = usage.completion_tokens if usage else len(itl) + 1
-    cached = getattr(usage.prompt_tokens_details, "cached_tokens", None) if usage and usage.prompt_tokens_details else None
-    return {"prompt_tokens": usage.prompt_tokens if usage else None, "ttft": ttft, "itl": itl, "output_len": out,
-            "tpot": (latency - ttft) / (out - 1) if out > 1 else None, "latency": latency, "cached": cached}  # fmt: skip
+    cached = (
+        getattr(usage.prompt_tokens_details, "cached_tokens", None) if usage and usage.prompt_tokens_details else None
+    )
+    return {
+        "prompt_tokens": usage.prompt_tokens if usage else None,
+        "ttft": ttft,
+        "itl": itl,
+        "output_len": out,
+        "tpot": (latency - ttft) / (out - 1) if out > 1 else None,
+        "latency": latency,
+        "cached": cached,
+    }
 
 
 def main() -> None:
@@ -103,8 +131,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         proc = start_standin(Path(tmp), port, a.prefill_tps, a.decode_tps)
         try:
-            sweep = Sweep(contexts=CONTEXTS, decode_contexts=(0, 8192), concurrency=(1, 2), decode_tokens=TOKENS,
-                          repeats=2, context_length=65536)  # fmt: skip
+            sweep = Sweep(
+                contexts=CONTEXTS,
+                decode_contexts=(0, 8192),
+                concurrency=(1, 2),
+                decode_tokens=TOKENS,
+                repeats=2,
+                context_length=65536,
+            )
             report = asyncio.run(run(url, "m", sweep, progress=lambda m: None))
             client = openai.OpenAI(base_url=url + "/v1", api_key="none", timeout=600)
             prompts = Prompts()
@@ -112,25 +146,41 @@ def main() -> None:
             for p in report.prefill:
                 ref = [openai_request(client, prompts.next(p.context), 1) for _ in range(2)]
                 theirs = statistics.median(r["prompt_tokens"] / r["ttft"] for r in ref)
-                rows.append({"kind": "prefill", "context": p.context, "set": a.prefill_tps, "ktwizard": p.tok_s,
-                             "openai": theirs, "prompt_tokens": [p.prompt_tokens, ref[0]["prompt_tokens"]],
-                             "cached": [list(p.cached_tokens), [r["cached"] for r in ref]]})  # fmt: skip
+                rows.append(
+                    {
+                        "kind": "prefill",
+                        "context": p.context,
+                        "set": a.prefill_tps,
+                        "ktwizard": p.tok_s,
+                        "openai": theirs,
+                        "prompt_tokens": [p.prompt_tokens, ref[0]["prompt_tokens"]],
+                        "cached": [list(p.cached_tokens), [r["cached"] for r in ref]],
+                    }
+                )
             from concurrent.futures import ThreadPoolExecutor
 
             for d in report.decode:
                 words = max(d.context, 16)
                 with ThreadPoolExecutor(d.concurrency) as pool:
                     t0 = time.perf_counter()
-                    ref = list(pool.map(lambda _: openai_request(client, prompts.next(words), TOKENS), range(d.concurrency)))
+                    texts = [prompts.next(words) for _ in range(d.concurrency)]
+                    ref = list(pool.map(lambda text: openai_request(client, text, TOKENS), texts))
                     dur = time.perf_counter() - t0
                 itl = [x for r in ref for x in r["itl"]]
-                rows.append({"kind": "decode", "context": d.context, "concurrency": d.concurrency,
-                             "set": a.decode_tps * d.concurrency, "ktwizard": d.rate,
-                             # bench_serving's per-stream speed is 1 / ITL; c streams side by side
-                             "openai_itl": d.concurrency / statistics.mean(itl),
-                             "openai_tpot": d.concurrency / statistics.mean(r["tpot"] for r in ref),
-                             # bench_serving's output throughput: all output tokens over the run's duration (TTFT in)
-                             "openai_output_throughput": sum(r["output_len"] for r in ref) / dur})  # fmt: skip
+                rows.append(
+                    {
+                        "kind": "decode",
+                        "context": d.context,
+                        "concurrency": d.concurrency,
+                        "set": a.decode_tps * d.concurrency,
+                        "ktwizard": d.rate,
+                        # bench_serving's per-stream speed is 1 / ITL; c streams side by side
+                        "openai_itl": d.concurrency / statistics.mean(itl),
+                        "openai_tpot": d.concurrency / statistics.mean(r["tpot"] for r in ref),
+                        # bench_serving's output throughput: all output tokens over the run's duration (TTFT in)
+                        "openai_output_throughput": sum(r["output_len"] for r in ref) / dur,
+                    }
+                )
         finally:
             proc.terminate()
             proc.wait(timeout=10)
@@ -138,15 +188,23 @@ def main() -> None:
         r["ktwizard_vs_set"] = r["ktwizard"] / r["set"] - 1
         ref = r.get("openai") or r.get("openai_itl")
         r["ktwizard_vs_openai"] = r["ktwizard"] / ref - 1
-    Path(a.out).write_text(json.dumps({"prefill_tps": a.prefill_tps, "decode_tps": a.decode_tps, "rows": rows,
-                                       "notes": list(report.notes)}, indent=2))  # fmt: skip
-    print("| kind | context | streams | stand-in set | ktwizard bench | openai client (bench_serving rules) | "
-          "bench vs set | bench vs openai |")  # fmt: skip
+    Path(a.out).write_text(
+        json.dumps(
+            {"prefill_tps": a.prefill_tps, "decode_tps": a.decode_tps, "rows": rows, "notes": list(report.notes)},
+            indent=2,
+        )
+    )
+    print(
+        "| kind | context | streams | stand-in set | ktwizard bench | openai client (bench_serving rules) | "
+        "bench vs set | bench vs openai |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         ref = r.get("openai") or r.get("openai_itl")
-        print(f"| {r['kind']} | {r['context']:,} | {r.get('concurrency', 1)} | {r['set']:,.0f} | {r['ktwizard']:,.1f} | "
-              f"{ref:,.1f} | {r['ktwizard_vs_set']:+.1%} | {r['ktwizard_vs_openai']:+.1%} |")  # fmt: skip
+        print(
+            f"| {r['kind']} | {r['context']:,} | {r.get('concurrency', 1)} | {r['set']:,.0f} | {r['ktwizard']:,.1f} | "
+            f"{ref:,.1f} | {r['ktwizard_vs_set']:+.1%} | {r['ktwizard_vs_openai']:+.1%} |"
+        )
 
 
 if __name__ == "__main__":
