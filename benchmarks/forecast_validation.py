@@ -36,8 +36,8 @@ from ktwizard.planner.forecast.terms import TERMS, Terms  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "forecast"
 OUT = ROOT / "benchmarks" / "results"
-LOW = Terms(0.1, 0.2, 0.01, 0.0, 0.0, 0.02, 0.1, 0.02, 0.02, 0.02, 0.0)
-HIGH = Terms(1.0, 1.0, 1.0, 2e-3, 2e-4, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
+LOW = Terms(0.1, 0.7, 0.01, 5e9, 0.0, 0.0, 0.02, 0.1, 0.02, 0.02, 0.02, 0.0)
+HIGH = Terms(1.0, 1.0, 1.0, 1e12, 2e-3, 2e-4, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
 # Never fitted: a community lab's AVX2 run (ktransformers#1914, another author, a 5090 box) and a single-socket
 # Xeon 6 user report (ktransformers#1730, another author and machine).
 ASIDE = ("issue #1914", "issue #1730", "Kimi-K2-Thinking-Native.md")
@@ -83,7 +83,7 @@ def predict(r: dict, s: Setup, t: Terms) -> float:
 
 # Every efficiency at 1 and every fixed cost at 0: no run of the stated setup can beat this by more than MARGIN
 # (boost clocks above the data sheet's base, rounding in published figures).
-IDEAL = Terms(1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0)
+IDEAL = Terms(1.0, 1.0, 1.0, 1e12, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0)
 MARGIN = 1.5
 
 
@@ -93,7 +93,7 @@ def beats_floor(r: dict, s: Setup) -> bool:
     return float(r["published"]) > predict(r, s, IDEAL) * MARGIN
 
 
-DECODE_TERMS = ("cpu_bw_eff", "gpu_bw_eff", "attn_bw_eff", "layer_step_s", "allreduce_s")
+DECODE_TERMS = ("cpu_bw_eff", "gpu_bw_eff", "attn_bw_eff", "attn_lane_bps", "layer_step_s", "allreduce_s")
 
 
 def fit(train: list[tuple[dict, Setup]], start: Terms = TERMS, fixed: tuple[str, ...] = ()) -> Terms:
@@ -171,7 +171,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 # What removes a term: an efficiency at 1, a fixed cost at 0 (the ablation refits the rest without it).
-NEUTRAL = {f.name: (0.0 if f.name.endswith("_s") else 1.0) for f in fields(Terms)}
+NEUTRAL = {f.name: (0.0 if f.name.endswith("_s") else 1e12 if f.name.endswith("_bps") else 1.0) for f in fields(Terms)}
 
 
 def leave_machine_out(fitted: list[tuple[dict, Setup]], start: Terms) -> tuple[dict[str, float], dict]:

@@ -45,6 +45,21 @@ def get_json(url: str, headers: dict[str, str] | None = None, deadline_s: float 
     return json.loads(bytes(body))
 
 
+def post(http: Any, url: str, body: Any = None, deadline_s: float = 300.0, cap: int = JSON_CAP) -> tuple[int, bytes]:
+    """POST through the client `http` and read the answer: (status, at most `cap` bytes); CapExceeded past `cap`
+    bytes or `deadline_s` seconds in all (a server that drips one byte a second never trips a read timeout)."""
+    end = time.monotonic() + deadline_s
+    with http.stream("POST", url, json=body) as resp:
+        data = bytearray()
+        for chunk in resp.iter_raw():
+            data += chunk
+            if len(data) > cap:
+                raise CapExceeded(f"{shown(url)} sent more than {cap >> 10} KiB")
+            if time.monotonic() > end:
+                raise CapExceeded(f"{shown(url)} did not finish answering within {deadline_s:.0f} s")
+        return resp.status_code, bytes(data)
+
+
 async def error_text(resp: Any, cap: int = ERROR_CAP) -> str:
     """At most `cap` bytes of an error body, made printable."""
     body = bytearray()

@@ -33,7 +33,7 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
     if model_dir:
         from ktwizard.models.inspect import inspect_checkpoint
 
-        result = inspect_checkpoint(model_dir)
+        result = _remote(model_dir) if model_dir.startswith("hf:") else inspect_checkpoint(model_dir)
         # Presets of the same class and size, found from their config alone:
         # building every preset's spec is the slow part.
         same = [p for p in all_presets().values() if _shape(p.config) == (result.spec.architecture, result.spec.hidden)]
@@ -56,6 +56,21 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         p = get_preset(preset)
         return ModelChoice(p.spec(), p.sglang, recipe_for(p.id))
     raise BadInput("name a model: --preset ID (ktwizard presets lists them) or --model DIR (a checkpoint folder)")
+
+
+def _remote(ref: str) -> Any:
+    """--model hf:ORG/NAME[@REV]: the checkpoint read from the Hub's headers, planned as a local folder would be."""
+    from ktwizard.models.hub import read_remote
+
+    remote = read_remote(ref)
+    spec = replace(
+        remote.inspection.spec,
+        repos=(remote.inspection.spec.source.removeprefix("hf:").split("@")[0],),
+        revision=remote.commit,
+        download_bytes=remote.download_bytes,
+        download_rate=remote.rate_bytes_s or 0.0,
+    )
+    return replace(remote.inspection, spec=spec)
 
 
 def _squash(text: str) -> str:

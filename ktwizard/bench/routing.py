@@ -9,8 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktwizard import httpcap
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.runtime import rules
+from ktwizard.textsafe import shown
 
 if TYPE_CHECKING:
     from ktwizard.models.routing import RoutingCounts
@@ -50,7 +52,6 @@ def recorder_window(url: str, headers: dict[str, str]) -> int:
     import httpx
 
     from ktwizard.httpcap import get_json
-    from ktwizard.textsafe import shown
 
     info = None
     for path in ("/server_info", "/get_server_info"):  # http_server.py: the new name and the old
@@ -108,23 +109,24 @@ def record(
         with httpx.Client(timeout=httpx.Timeout(timeout, connect=10), headers=headers) as http:
             served = served_model(url, headers)
 
+            # every answer read with a cap and a deadline (httpcap): a hostile or dripping server cannot hold us
             def call(path: str) -> None:
-                r = http.post(url + path)
-                if r.status_code != 200:
-                    raise KtwizardError(f"{url}{path}: {r.status_code} {r.text[:200]}")
+                status, text = httpcap.post(http, url + path, deadline_s=timeout)
+                if status != 200:
+                    raise KtwizardError(f"{shown(url)}{path}: {status} {_said(text)}")
 
             call("/start_expert_distribution_record")
             for i, body in enumerate(bodies):
-                r = http.post(url + "/v1/chat/completions", json={"model": served, "max_tokens": MAX_TOKENS, **body,
-                                                                  "stream": False})  # fmt: skip
-                if r.status_code != 200:
-                    raise KtwizardError(f"request {i + 1}: {r.status_code} {r.text[:200]}")
+                status, text = httpcap.post(http, url + "/v1/chat/completions", {"model": served,
+                                            "max_tokens": MAX_TOKENS, **body, "stream": False}, timeout)  # fmt: skip
+                if status != 200:
+                    raise KtwizardError(f"request {i + 1}: {status} {_said(text)}")
                 if progress:
                     progress(i + 1, len(bodies))
             call("/stop_expert_distribution_record")
             call("/dump_expert_distribution_record")
     except httpx.HTTPError as exc:
-        raise KtwizardError(f"{url}: {exc.__class__.__name__}: {exc}"[:300]) from None
+        raise KtwizardError(f"{shown(url)}: {exc.__class__.__name__}") from None
     dumps = sorted(
         (p for p in Path(folder).glob("expert_distribution_recorder_*.pt") if p.stat().st_mtime >= started - 1),
         key=lambda p: p.stat().st_mtime,
@@ -135,6 +137,10 @@ def record(
     counts = counts_from_bytes(raw, str(dumps[-1]))  # the format and a sane shape, before it is kept
     write_atomic(keep, cpu_storage(raw))  # every TP rank loads it without map_location: keep it off GPU 0
     return counts
+
+
+def _said(body: bytes) -> str:
+    return shown(body[:200].decode("utf-8", "replace"), newlines=False)
 
 
 def decode_rate(url: str, headers: dict[str, str], tokens: int = 64, timeout: float = 300.0) -> float:

@@ -18,6 +18,11 @@ def native_of(rec) -> tuple[str | None, int | None]:
     return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start) else None
 
 
+def planned(found) -> dict[int, int] | None:
+    """The plan's peak per GPU, kept in the deployment's record by its launch (the dashboard's mark)."""
+    return dict(found.record.planned_peaks) if found.record is not None and found.record.planned_peaks else None
+
+
 def fold_target(args: argparse.Namespace) -> None:
     """NAME|URL given as the positional: the same as --container NAME or --url URL (ktwizard chat, bench, logs)."""
     target = getattr(args, "target", None)
@@ -205,7 +210,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
             with open_recording(args.record) as fh:
                 write_sample(fh, sample)
-        sys.stdout.write(dump_json(sample) if args.json else _text(sample))
+        sys.stdout.write(dump_json(sample) if args.json else _text(sample, found.url, planned(found)))
         srv, box = sample.server, sample.container
         down = (srv is not None and not srv.up) or (box is not None and box.ended)
         if down:  # the sample is printed either way; the exit code and one line say the server is not serving
@@ -232,49 +237,15 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         record=args.record,
         deployment=found.name,
         native=native,
-        predicted=dict(found.record.planned_peaks) if found.record and found.record.planned_peaks else None,
+        predicted=planned(found),
     )
 
 
-def _text(s) -> str:
+def _text(s, url: str | None = None, predicted: dict[int, int] | None = None) -> str:
+    from ktwizard.monitor.controller import once_text
     from ktwizard.textsafe import printable
 
-    return printable(_plain_text(s))
-
-
-def _plain_text(s) -> str:
-    from ktwizard.units import human
-
-    out = []
-    for g in s.gpus:
-        util = "-" if g.util_pct is None else f"{g.util_pct:.0f}%"
-        out.append(f"GPU {g.index} {g.name}: {human(g.used)} of {human(g.total)}, util {util}")
-    if s.gpu_error:
-        out.append(f"GPU: {s.gpu_error}")
-    if s.host:
-        out.append(f"host: {human(s.host.total - s.host.available)} used of {human(s.host.total)}")
-    if s.container:
-        mem = "-" if s.container.mem_used is None else human(s.container.mem_used)
-        out.append(f"container {s.container.name}: {s.container.state}, memory {mem}")
-    if s.server:
-        srv = s.server
-
-        def num(v: float | None, unit: str = "", digits: int = 1) -> str:
-            return "-" if v is None else f"{v:.{digits}f}{unit}"
-
-        out.append(
-            f"server: {'up' if srv.up else 'down: ' + str(srv.error)}; decode {num(srv.decode_tps, ' tok/s')}, "
-            f"prefill {num(srv.prefill_tps, ' tok/s')}, running {num(srv.running, '', 0)}, queued "
-            f"{num(srv.queued, '', 0)}, KV {num(None if srv.kv_usage is None else srv.kv_usage * 100, '%')}"
-        )
-        if srv.ttft_p50 is not None or srv.itl_p50 is not None:
-            out.append(
-                f"latency: TTFT p50 {num(srv.ttft_p50, ' s', 2)} p95 {num(srv.ttft_p95, ' s', 2)}, ITL p50 "
-                f"{num(None if srv.itl_p50 is None else srv.itl_p50 * 1000, ' ms', 0)} p95 "
-                f"{num(None if srv.itl_p95 is None else srv.itl_p95 * 1000, ' ms', 0)}"
-            )
-    out += [f"[{a.severity}] {a.text}" for a in s.alerts]
-    return "\n".join(out) + "\n"
+    return printable(once_text(s, url, predicted))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -92,7 +92,11 @@ def method(flag: str = "--method") -> Callable[[str], str]:
 def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
-    src.add_argument("--model", metavar="DIR", help="a local checkpoint folder (config.json + safetensors)")
+    src.add_argument(
+        "--model",
+        metavar="DIR|hf:ORG/NAME[@REV]",
+        help="a local checkpoint folder, or a Hugging Face repository read before downloading (headers only)",
+    )
     pr.add_argument(
         "--host",
         metavar="FILE|NAME",

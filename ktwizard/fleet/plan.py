@@ -345,6 +345,11 @@ def gpu_only(
             continue
         if not all(b.fits for b in p.gpu_budgets):
             continue
+        if p.tp != len(devices):
+            # the plan left GPUs idle (a TP the checkpoint does not load, e.g. block-FP8 shards): launch_server asserts
+            # tp_size is divisible by --nnodes (sglang-kt 0.7.2 server_args.py:6133-6135); fewer GPUs are no multi-node
+            # plan
+            continue
         one_node = decode_point(setup_from_plan(virtual, spec, replace(p, gpus=p.gpus[: len(gpus)])), 0, 1)
         # Never more optimistic than measured tensor-parallel scaling: the best published doubling of TP gained
         # x1.20 for decode (MiniMax-M2.1 tutorial, 1 -> 2 GPUs); a node's GPUs are forecast as if they held it all.

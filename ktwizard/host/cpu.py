@@ -7,7 +7,7 @@ import re
 
 from ktwizard.host.isa import normalise_flags
 from ktwizard.host.profile import CPU, CpuThread
-from ktwizard.host.root import Root, parse_cpu_list, parse_kv
+from ktwizard.host.root import Root, integer, parse_cpu_list, parse_kv
 
 
 def _blocks(text: str) -> list[dict[str, str]]:
@@ -15,10 +15,7 @@ def _blocks(text: str) -> list[dict[str, str]]:
 
 
 def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+    return integer(value)
 
 
 def _usable_cpus(root: Root, online: tuple[int, ...]) -> tuple[int, ...]:
@@ -26,7 +23,7 @@ def _usable_cpus(root: Root, online: tuple[int, ...]) -> tuple[int, ...]:
         allowed = tuple(sorted(os.sched_getaffinity(0)))
     else:
         allowed = parse_cpu_list(parse_kv(root.read("proc/self/status")).get("Cpus_allowed_list")) or online
-    cpuset = parse_cpu_list(root.first_line("sys/fs/cgroup/cpuset.cpus.effective"))
+    cpuset = root.cpu_list("sys/fs/cgroup/cpuset.cpus.effective")
     if cpuset:
         allowed = tuple(c for c in allowed if c in cpuset)
     return allowed
@@ -75,7 +72,7 @@ def probe_cpu(root: Root, node_of: dict[int, int]) -> CPU:
     if not blocks and root.live:
         return _from_py_cpuinfo()
     first = blocks[0] if blocks else {}
-    online = parse_cpu_list(root.first_line("sys/devices/system/cpu/online")) or tuple(
+    online = root.cpu_list("sys/devices/system/cpu/online") or tuple(
         sorted(_int(b.get("processor")) or 0 for b in blocks)
     )
     threads = []

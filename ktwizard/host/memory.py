@@ -6,7 +6,7 @@ import re
 
 from ktwizard.host.dimm import memory_speed
 from ktwizard.host.profile import Memory
-from ktwizard.host.root import Root, kb, parse_kv
+from ktwizard.host.root import Root, integer, kb, parse_kv
 
 # cgroup v1 reports "no limit" as a page-rounded 2^63.
 _V1_UNLIMITED = 1 << 62
@@ -16,17 +16,15 @@ def _hugepages(root: Root, size_kb: int) -> tuple[int, int]:
     rel = f"sys/kernel/mm/hugepages/hugepages-{size_kb}kB/"
     total = root.first_line(rel + "nr_hugepages")
     free = root.first_line(rel + "free_hugepages")
-    return (int(total) if total else 0), (int(free) if free else 0)
+    return integer(total) or 0, integer(free) or 0
 
 
 def _cgroup_limit(root: Root) -> int | None:
     line = root.first_line("sys/fs/cgroup/memory.max")
     if line is not None:
-        return None if line == "max" else int(line)
-    line = root.first_line("sys/fs/cgroup/memory/memory.limit_in_bytes")
-    if line and int(line) < _V1_UNLIMITED:
-        return int(line)
-    return None
+        return integer(line)  # "max", or anything not a number: no limit ktwizard can plan with
+    limit = integer(root.first_line("sys/fs/cgroup/memory/memory.limit_in_bytes"))
+    return limit if limit is not None and limit < _V1_UNLIMITED else None
 
 
 def _memlock(root: Root) -> tuple[int | None, bool]:
@@ -34,7 +32,7 @@ def _memlock(root: Root) -> tuple[int | None, bool]:
     for line in (root.read("proc/self/limits") or "").splitlines():
         if line.startswith("Max locked memory"):
             soft = line[len("Max locked memory") :].split()[0]
-            return (None, True) if soft == "unlimited" else (int(soft), True)
+            return (None, True) if soft == "unlimited" else (integer(soft), integer(soft) is not None)
     return None, False
 
 
@@ -56,7 +54,7 @@ def probe_memory(root: Root, sockets: int = 1) -> Memory:
     h2_total, h2_free = _hugepages(root, 2048)
     h1_total, h1_free = _hugepages(root, 1048576)
     if not h2_total and info.get("Hugepagesize") == "2048 kB":
-        h2_total, h2_free = int(info.get("HugePages_Total", 0)), int(info.get("HugePages_Free", 0))
+        h2_total, h2_free = integer(info.get("HugePages_Total")) or 0, integer(info.get("HugePages_Free")) or 0
     memlock, known = _memlock(root)
     return Memory(
         total=total or 0,

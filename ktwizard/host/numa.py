@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ktwizard.host.profile import NumaNode
-from ktwizard.host.root import Root, kb, parse_cpu_list
+from ktwizard.host.root import Root, integer, kb, parse_cpu_list
 
 
 def probe_numa(root: Root) -> tuple[NumaNode, ...]:
@@ -29,7 +29,7 @@ def probe_numa(root: Root) -> tuple[NumaNode, ...]:
                 cpus=parse_cpu_list(root.first_line(rel + "cpulist"), strict=str(root.path / (rel + "cpulist"))),
                 memory_total=kb(meminfo.get("MemTotal")),
                 memory_free=kb(meminfo.get("MemFree")),
-                distances=tuple(int(x) for x in distance.split() if x.isdigit()),
+                distances=tuple(n for n in map(integer, distance.split()) if n is not None),
             )
         )
     return tuple(sorted(nodes, key=lambda n: n.id))

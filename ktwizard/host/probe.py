@@ -15,7 +15,7 @@ from ktwizard.host.memory import probe_memory
 from ktwizard.host.numa import node_of_cpu, probe_numa
 from ktwizard.host.nvml import LiveNvml, NvmlSource, RecordedNvml
 from ktwizard.host.profile import GPU, Engine, HostProfile, NumaNode
-from ktwizard.host.root import Root
+from ktwizard.host.root import Root, integer
 from ktwizard.textsafe import scrubbed
 
 
@@ -26,9 +26,9 @@ def _gpu_nodes(root: Root, gpus: tuple[GPU, ...], nodes: tuple[NumaNode, ...]) -
         if g.numa_node is None and g.pci_bus_id:
             bus = g.pci_bus_id.lower()
             bus = bus[4:] if len(bus.split(":")[0]) == 8 else bus
-            value = root.first_line(f"sys/bus/pci/devices/{bus}/numa_node")
-            if value is not None and value.lstrip("-").isdigit() and int(value) >= 0:
-                g = replace(g, numa_node=int(value), numa_reason=None)
+            value = integer(root.first_line(f"sys/bus/pci/devices/{bus}/numa_node"))  # -1: the kernel does not know
+            if value is not None:
+                g = replace(g, numa_node=value, numa_reason=None)
             elif len(nodes) == 1:
                 g = replace(g, numa_node=nodes[0].id, numa_reason="assumed: the host has one NUMA node")
         out.append(g)

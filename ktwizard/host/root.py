@@ -14,11 +14,21 @@ class Root:
         return self.path / rel.lstrip("/")
 
     def read(self, rel: str) -> str | None:
-        """The file's text, or None when it is missing or unreadable (a container without /sys, say)."""
+        """The file's text, or None when it is missing, unreadable (a container without /sys, say), not a regular file
+        (a FIFO would block, a link to /dev/zero never ends) or larger than any /proc or /sys file."""
+        from ktwizard.errors import BadInput
+        from ktwizard.serial import open_regular
+
         try:
-            return self.file(rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            with open_regular(self.file(rel), None, "host file") as fh:
+                raw = fh.read(READ_CAP + 1)
+        except (BadInput, OSError):
             return None
+        return None if len(raw) > READ_CAP else raw.decode("utf-8", "replace")
+
+    def cpu_list(self, rel: str) -> tuple[int, ...]:
+        """A cpulist file; in a recorded root a malformed one is refused (naming it), never read as something else."""
+        return parse_cpu_list(self.first_line(rel), strict=None if self.live else str(self.file(rel)))
 
     def first_line(self, rel: str) -> str | None:
         text = self.read(rel)
@@ -29,6 +39,14 @@ class Root:
 
 
 MAX_CPUS = 65536  # more CPUs than any machine has
+READ_CAP = 16 << 20  # /proc/cpuinfo of a 1024-thread machine is about 2 MiB
+
+
+def integer(text: str | None) -> int | None:
+    """A whole number as /proc and /sys write it: ASCII digits (int() also takes '٣' and raises on '²' or on 5,000
+    digits), at most 20 of them; None otherwise."""
+    t = (text or "").strip()
+    return int(t) if t.isascii() and t.isdigit() and len(t) <= 20 else None
 
 
 def parse_cpu_list(text: str | None, strict: str | None = None) -> tuple[int, ...]:
@@ -44,8 +62,9 @@ def parse_cpu_list(text: str | None, strict: str | None = None) -> tuple[int, ..
         if not part:
             continue
         lo, dash, hi = part.partition("-")
-        ok = lo.isdigit() and (not dash or hi.isdigit())
-        first, last = (int(lo), int(hi) if dash else int(lo)) if ok else (0, -1)
+        first, last = integer(lo), (integer(hi) if dash else integer(lo))
+        ok = first is not None and last is not None
+        first, last = (first, last) if first is not None and last is not None else (0, -1)
         if not (ok and 0 <= first <= last < MAX_CPUS):  # nor can a range like 0-999999999 allocate without bound
             if strict:
                 from ktwizard.errors import BadInput
@@ -70,8 +89,7 @@ def kb(value: str | None) -> int | None:
     if not value:
         return None
     parts = value.split()
-    try:
-        n = int(parts[0])
-    except (ValueError, IndexError):
+    n = integer(parts[0]) if parts else None
+    if n is None:
         return None
     return n * 1024 if len(parts) > 1 and parts[1].lower() == "kb" else n

@@ -12,6 +12,8 @@ def classify(name: str, num_layers: int) -> tuple[str, int | None]:
     """(group, layer index or None) for one tensor name."""
     if _VISION.search(name):
         return "vision", None
+    if name.startswith("mtp.") or ".mtp." in name:  # Qwen3-Next / Qwen3.5 keep their MTP block apart: mtp.layers.0
+        return "mtp", None
     m = _LAYER.search(name)
     if m is None:
         if "embed_tokens" in name or name.endswith("wte.weight"):

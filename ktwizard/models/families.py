@@ -226,6 +226,21 @@ def _qwen3_next_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
         yield plain(f"{p}.mlp.shared_expert_gate.weight", (1, a.hidden))
 
 
+def _qwen3_5_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+    """Qwen3.5 stores each layer's experts packed: gate_up_proj [E, 2I, H] and down_proj [E, H, I] (kt-kernel's BF16
+    loader reads exactly these, kt_kernel/utils/loader.py:573-582, 690-712)."""
+    yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
+    if a.expert_format.kind != "bf16":  # quantized Qwen3.5 releases keep per-expert tensors
+        yield from experts(f"{p}.mlp.experts", a)
+    else:
+        e, i, h = a.routed_experts, a.moe_intermediate, a.hidden
+        yield plain(f"{p}.mlp.experts.gate_up_proj", (e, 2 * i, h))
+        yield plain(f"{p}.mlp.experts.down_proj", (e, h, i))
+    if a.shared_intermediate:
+        yield from mlp(f"{p}.mlp.shared_expert", a.shared_intermediate, a.hidden, a.other_format)
+        yield plain(f"{p}.mlp.shared_expert_gate.weight", (1, a.hidden))
+
+
 def _block_sparse_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
     """Mixtral, MiniMax-M2: block_sparse_moe.gate, experts.N.w1/w3/w2."""
     yield plain(f"{p}.block_sparse_moe.gate.weight", (a.routed_experts, a.hidden))
@@ -279,7 +294,7 @@ FAMILIES: tuple[Family, ...] = (
         lambda cfg, layers: _qwen3_moe(cfg, layers, "shared_expert_intermediate_size"),
         _qwen3_next_attention,
         _hybrid_tensors(split_projections=True),
-        _qwen3_next_moe_tensors,
+        _qwen3_5_moe_tensors,
         unwrap=_qwen3_5_unwrap,
     ),
     Family(

@@ -16,7 +16,7 @@ from ktwizard.errors import BadInput
 from ktwizard.models.build import build_spec
 from ktwizard.models.config import parse_config
 from ktwizard.models.inventory import tensors
-from ktwizard.models.safetensors import HeaderTensor, read_header
+from ktwizard.models.safetensors import Header, HeaderTensor, read_header
 from ktwizard.models.spec import ModelSpec
 
 MAX_JSON = 8 * 2**20  # config.json, generation_config.json: a few KiB; an index: a few MiB for the largest models
@@ -45,8 +45,8 @@ def read_json(path: Path, cap: int = MAX_JSON) -> Any:
         raise BadInput(f"{path}: not UTF-8 text") from None
 
 
-def _indexed(folder: Path, index: Path) -> list[Path]:
-    data = read_json(index, MAX_INDEX)
+def shard_names(data: Any, index: str) -> list[str]:
+    """The shard file names a safetensors index maps tensors to, each a plain name inside the checkpoint."""
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise BadInput(f"{index}: not a safetensors index (weight_map must map tensor names to shard file names)")
@@ -56,6 +56,11 @@ def _indexed(folder: Path, index: Path) -> list[Path]:
     bad = [n for n in names if Path(n).name != n or n in (".", "..") or not n.endswith(".safetensors")]
     if bad:
         raise BadInput(f"{index}: shard {bad[0]!r} is not a .safetensors file name inside the checkpoint folder")
+    return names
+
+
+def _indexed(folder: Path, index: Path) -> list[Path]:
+    names = shard_names(read_json(index, MAX_INDEX), str(index))
     missing = [n for n in names if not (folder / n).is_file()]
     if missing:
         raise BadInput(
@@ -125,8 +130,24 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
     if not cfg_path.exists():
         raise BadInput(f"{cfg_path}: missing; a Hugging Face checkpoint folder needs its config.json")
     cfg = read_json(cfg_path)
-    arch = parse_config(cfg, str(cfg_path))
+    parse_config(cfg, str(cfg_path))  # a bad config is reported before any shard is opened
     headers = [read_header(p) for p in _files(folder)]
+    return assess(
+        cfg,
+        str(cfg_path),
+        headers,
+        model_id=folder.name,
+        source=f"checkpoint:{folder}",
+        evidence=_evidence(folder, cfg),
+        place=str(folder),
+    )
+
+
+def assess(
+    cfg: Any, where: str, headers: list[Header], model_id: str, source: str, evidence: tuple[str, ...], place: str
+) -> Inspection:
+    """config.json + every shard header (local or fetched from the Hub) -> exact spec, refused when incomplete."""
+    arch = parse_config(cfg, where)
     found: dict[str, HeaderTensor] = {}
     for h in headers:
         for t in h.tensors:
@@ -143,7 +164,7 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
     }
     if len(expert_dtypes) > 1:
         raise BadInput(
-            f"{folder}: mixed formats among routed experts ({', '.join(sorted(expert_dtypes))}); ktwizard plans one "
+            f"{place}: mixed formats among routed experts ({', '.join(sorted(expert_dtypes))}); ktwizard plans one "
             "format per checkpoint"
         )
     # Compare with what config.json implies, tensor by tensor (experts expanded).
@@ -162,7 +183,7 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
                 )
     if missing_experts:
         raise BadInput(
-            f"{folder}: {len(missing_experts)} routed-expert tensor(s) that config.json implies are in no shard, first "
+            f"{place}: {len(missing_experts)} routed-expert tensor(s) that config.json implies are in no shard, first "
             f"{missing_experts[0]}; the download is incomplete (or the shards belong to another model)"
         )
     if missing:
@@ -171,11 +192,9 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
         notes.append(f"{len(wrong)} tensor(s) differ from config.json, first {wrong[0]}")
     spec = build_spec(
         arch,
-        model_id=folder.name,
-        name=folder.name,
-        source=f"checkpoint:{folder}",
+        model_id=model_id,
+        name=model_id,
+        source=source,
         byte_items=((t.name, t.nbytes) for h in headers for t in h.tensors),
     )
-    return Inspection(
-        spec=spec, files=len(headers), tensors=len(found), notes=tuple(notes), evidence=_evidence(folder, cfg)
-    )
+    return Inspection(spec=spec, files=len(headers), tensors=len(found), notes=tuple(notes), evidence=evidence)

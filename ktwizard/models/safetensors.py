@@ -60,6 +60,11 @@ def read_header(path: Path) -> Header:
         if n > MAX_HEADER:
             raise BadInput(f"{path}: header length {n} is implausible; not a safetensors file")
         raw = fh.read(n)
+    return parse_header(raw, str(path), size, n)
+
+
+def parse_header(raw: bytes, path: str, size: int, n: int) -> Header:
+    """One shard's JSON header (read from a file or fetched by range from the Hub), every field checked."""
     try:
         meta = json.loads(raw)
     except RecursionError:
@@ -94,4 +99,4 @@ def read_header(path: Path) -> Header:
             )
         end = max(end, stop)
         tensors.append(HeaderTensor(name, dtype, shape, stop - begin))
-    return Header(path=str(path), tensors=tuple(tensors), data_bytes=end, file_bytes=size, header_len=n)
+    return Header(path=path, tensors=tuple(tensors), data_bytes=end, file_bytes=size, header_len=n)

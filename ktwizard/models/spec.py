@@ -93,6 +93,10 @@ class ModelSpec:
     # MTP / next-n layers a checkpoint carries: loaded only for speculative decoding, so apart from the groups.
     mtp_bytes: int = field(default=0, compare=False)
     repos: tuple[str, ...] = field(default=(), compare=False)  # Hugging Face repositories holding this checkpoint
+    # Read from the Hub before downloading (--model hf:): the commit planned, every file's bytes, the measured rate
+    revision: str = field(default="", compare=False)
+    download_bytes: int = field(default=0, compare=False)
+    download_rate: float = field(default=0.0, compare=False)  # bytes/s measured from this machine; 0 = not measured
 
     @property
     def moe_layer_count(self) -> int:

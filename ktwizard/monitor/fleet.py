@@ -96,14 +96,17 @@ def fleet_text(s: FleetSample) -> str:
         f"fleet {s.name}: router {state} at {s.router_url}"
         + (f", {r.requests:.0f} requests routed" if r.requests is not None else "")
     ]
+    from ktwizard.monitor.view import server_words
+
     for rep in s.replicas:
         srv = rep.sample.server
-        decode = f"{srv.decode_tps:.1f} tok/s" if srv and srv.decode_tps is not None else "-"
-        kv = f"{srv.kv_usage:.0%}" if srv and srv.kv_usage is not None else "-"
-        running = f"{srv.running:.0f}" if srv and srv.running is not None else "-"
+        said = ""
+        if srv is not None and srv.up:
+            w = server_words(srv)
+            said = f"decode {w.decode}, running {w.running}, KV {w.kv}, "
         out.append(
-            f"  {rep.name}: {'DOWN' if rep.down else 'up'}, {'routed' if rep.routed else 'not routed'}, decode "
-            f"{decode}, running {running}, KV {kv}, routed ok {rep.routed_ok:.0f} / failed {rep.routed_failed:.0f}"
+            f"  {rep.name}: {'DOWN' if rep.down else 'up'}, {'routed' if rep.routed else 'not routed'}, {said}"
+            f"routed ok {rep.routed_ok:.0f} / failed {rep.routed_failed:.0f}"
         )
     out += [f"[{a.severity}] {a.text}" for a in s.alerts]
     return "\n".join(out) + "\n"

@@ -7,8 +7,9 @@ show the same words, bars and history lines because both read them from here.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
-from ktwizard.monitor.samples import HISTORY, Sample
+from ktwizard.monitor.samples import HISTORY, Sample, ServerSample
 from ktwizard.units import human
 
 Run = tuple[str, str]  # (text, style): style as rich spells it ("bold red", "grey62"); "" is the pane's own
@@ -100,6 +101,8 @@ class History:
 
     def draw(self, label: str, width: int, top: float | None = None) -> list[Line]:
         n = len(self.v)
+        if not n:  # nothing recorded (a one-sample text, --once): no history to draw
+            return []
         stale = self.drawn[1] != width or (
             n != self.drawn[0] and (n < 2 * SPARK_EVERY or n - self.drawn[0] >= SPARK_EVERY)
         )
@@ -107,6 +110,33 @@ class History:
             self.rows = [text(f"{label}, last {span(self.t)}", "grey62"), *spark(list(self.v), width, top)]
             self.drawn = (n, width)
         return self.rows
+
+
+@dataclass(frozen=True)
+class ServerWords:
+    """A server's numbers as words, one way for every place that shows them (the Throughput pane, a fleet's replica
+    panes, `monitor --once`, `monitor --fleet --once`), with one placeholder for what is unknown."""
+
+    decode: str
+    prefill: str
+    running: str
+    queued: str
+    kv: str
+    ttft: str
+    itl: str
+
+
+def server_words(v: ServerSample) -> ServerWords:
+    itl50, itl95 = (None if x is None else x * 1000 for x in (v.itl_p50, v.itl_p95))
+    return ServerWords(
+        decode=fmt(v.decode_tps, " tok/s"),
+        prefill=fmt(v.prefill_tps, " tok/s"),
+        running=fmt(v.running, "", 0),
+        queued=fmt(v.queued, "", 0),
+        kv=fmt(None if v.kv_usage is None else v.kv_usage * 100, "%"),
+        ttft=f"p50 {fmt(v.ttft_p50, ' s', 2)}  p95 {fmt(v.ttft_p95, ' s', 2)}",
+        itl=f"p50 {fmt(itl50, ' ms', 0)}  p95 {fmt(itl95, ' ms', 0)}",
+    )
 
 
 class View:
@@ -229,15 +259,15 @@ class ThroughputView(View):
             return []
         if not v.up:
             return [text(f"server down: {v.error}", "bold red")]
-        itl50, itl95 = (None if x is None else x * 1000 for x in (v.itl_p50, v.itl_p95))
+        w = server_words(v)
         return [
-            text(f"decode  {fmt(v.decode_tps, ' tok/s')}"),
-            text(f"prefill {fmt(v.prefill_tps, ' tok/s')}"),
-            text(f"running {fmt(v.running, '', 0)}   queued {fmt(v.queued, '', 0)}"),
-            gauge("KV      ", v.kv_usage or 0, f" {fmt((v.kv_usage or 0) * 100, '%')}", width),
+            text(f"decode  {w.decode}"),
+            text(f"prefill {w.prefill}"),
+            text(f"running {w.running}   queued {w.queued}"),
+            gauge("KV      ", v.kv_usage or 0, f" {w.kv}", width),
             text(f"        of {fmt(v.kv_capacity, ' tokens', 0)}"),
-            text(f"TTFT p50 {fmt(v.ttft_p50, ' s', 2)}  p95 {fmt(v.ttft_p95, ' s', 2)}"),
-            text(f"ITL  p50 {fmt(itl50, ' ms', 0)}  p95 {fmt(itl95, ' ms', 0)}"),
+            text(f"TTFT {w.ttft}"),
+            text(f"ITL  {w.itl}"),
             *self.decode.draw("decode tok/s", width),
             # more history only where the pane has the room (zoomed, or a tall terminal): rows nobody sees
             # would still be drawn and diffed every sample

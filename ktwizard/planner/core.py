@@ -200,8 +200,12 @@ def plan(
     for hb in host_budgets:
         if not hb.fits:
             where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
+            # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
+            loading = hb.item("loader peak (one layer)")
+            when = " only while loading (kt-kernel holds one layer as read on top of the loaded ones)"
             overflows.append(
-                f"{where} is over by {human(-hb.free)}: {human(hb.used)} needed of {human(hb.capacity)} usable"
+                f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
+                f"needed of {human(hb.capacity)} usable"
             )
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)

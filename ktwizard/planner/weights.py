@@ -19,8 +19,9 @@ def download(spec: ModelSpec, folder: str, disk: Disk | None) -> Notice | None:
     """`hf download REPO --local-dir DIR` for a preset's checkpoint, with its size against the free disk at DIR."""
     if not spec.repos:
         return None
-    size = checkpoint_bytes(spec)
-    command = shlex.join(["hf", "download", spec.repos[0], "--local-dir", folder])
+    size = spec.download_bytes or checkpoint_bytes(spec)  # a Hub listing counts every file, tokenizer included
+    pin = ["--revision", spec.revision] if spec.revision else []
+    command = shlex.join(["hf", "download", spec.repos[0], *pin, "--local-dir", folder])
     others = f"; the same architecture: {', '.join(spec.repos[1:])}" if len(spec.repos) > 1 else ""
     free = disk.free if disk is not None and disk.free is not None else None
     if free is not None and free < size * 1.02:
@@ -30,5 +31,7 @@ def download(spec: ModelSpec, folder: str, disk: Disk | None) -> Notice | None:
             f"free the space or download to another disk and pass --weights DIR{others}",
         )
     where = f", {human(free)} free at {disk.path}" if free is not None and disk is not None else ""
+    if spec.download_rate:  # measured against the Hub from this machine by --model hf:
+        where += f", about {size / spec.download_rate / 3600:.1f} h at the {human(int(spec.download_rate))}/s measured"
     text = f"Weights, if not downloaded yet: {command} (about {human(size)}{where})"
     return Notice("info", text, others.lstrip("; "))

@@ -117,7 +117,7 @@ def chunk_wins(host: HostProfile, spec: ModelSpec, made: Plan, replan: Replan) -
         if decode[0] < DECODE_KEPT * decode[1]:
             continue
         secs, _ = prefill_time(setup_from_plan(host, spec, other), prompt)
-        theirs = prompt / secs * made.forecast.factor
+        theirs = prompt / secs  # a bench calibrates decode only: prefill is unscaled, as in the forecast
         if theirs < WORTH * mine:
             return []
         experts = (

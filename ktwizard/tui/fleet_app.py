@@ -16,9 +16,10 @@ from textual.worker import get_current_worker
 
 from ktwizard.monitor.fleet import FleetMonitor, FleetSample, ReplicaSample
 from ktwizard.monitor.samples import Sample
+from ktwizard.monitor.ticker import Ticker
+from ktwizard.monitor.view import server_words
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, Pane, fmt, gauge
 from ktwizard.tui.rows import Rows
-from ktwizard.tui.ticker import Ticker
 from ktwizard.units import human
 
 
@@ -85,15 +86,12 @@ class ReplicaPane(Vertical):
         head += Text("  routed" if rep.routed else "  not routed", style="" if rep.routed else "yellow")
         rows = [head + Text(f"  {rep.url}")]
         if srv is not None and srv.up:
+            w = server_words(srv)
             rows += [
-                Text(f"decode {fmt(srv.decode_tps, ' tok/s')}  prefill {fmt(srv.prefill_tps, ' tok/s')}"),
-                Text(f"running {fmt(srv.running, '', 0)}  queued {fmt(srv.queued, '', 0)}"),
-                Text(
-                    f"TTFT p50 {fmt(srv.ttft_p50, ' s', 2)} p95 {fmt(srv.ttft_p95, ' s', 2)}   ITL p50 "
-                    f"{fmt(None if srv.itl_p50 is None else srv.itl_p50 * 1000, ' ms', 0)} p95 "
-                    f"{fmt(None if srv.itl_p95 is None else srv.itl_p95 * 1000, ' ms', 0)}"
-                ),
-                gauge("KV ", srv.kv_usage or 0, f" {fmt((srv.kv_usage or 0) * 100, '%')}", self.size.width or 40),
+                Text(f"decode {w.decode}  prefill {w.prefill}"),
+                Text(f"running {w.running}  queued {w.queued}"),
+                Text(f"TTFT {w.ttft}   ITL {w.itl}"),
+                gauge("KV ", srv.kv_usage or 0, f" {w.kv}", self.size.width or 40),
             ]
         elif srv is not None:
             rows.append(Text(f"server: {srv.error}", style="bold red"))

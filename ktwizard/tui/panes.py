@@ -42,9 +42,10 @@ class Pane(Rows):
     sample: reactive[Sample | None] = reactive(None, repaint=False)  # show() repaints only the rows that changed
     can_focus = True
 
-    def __init__(self, view: View, **kw) -> None:
+    def __init__(self, view: View, recorded: bool = False, **kw) -> None:
         super().__init__(**kw)
         self.view = view
+        self.recorded = recorded  # the dashboard's controller records its views; a fleet's panes record their own
         self.border_title = view.TITLE
 
     def room(self) -> int:
@@ -56,7 +57,8 @@ class Pane(Rows):
 
     def watch_sample(self, s: Sample | None) -> None:
         if s is not None:
-            self.view.record(s)
+            if not self.recorded:
+                self.view.record(s)
             self.show(*self.lines(s, self.content_size.width))
 
     def on_resize(self) -> None:

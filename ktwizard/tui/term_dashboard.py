@@ -20,26 +20,15 @@ import time
 from collections import deque
 from typing import Any
 
+from ktwizard.monitor.controller import ZOOM, Dashboard
 from ktwizard.monitor.samples import Sample
 from ktwizard.monitor.session import Watch
-from ktwizard.monitor.view import (
-    AlertsView,
-    GpuView,
-    HostView,
-    Line,
-    ThroughputView,
-    View,
-    farewell,
-    more_note,
-    pane_titles,
-    text,
-)
+from ktwizard.monitor.view import Line, more_note, text
 from ktwizard.tui.term_layout import MIN_COLS, MIN_ROWS, Box, cells, cut, layout, wrap, wrap_line
 from ktwizard.tui.term_styles import Styles
-from ktwizard.tui.ticker import Ticker
 
 KEYS = "q quit (server stays)  p pause  +/- interval  1-4 zoom  l full log  ↑↓ PgUp PgDn scroll  ^k stop server…"
-ZOOM_KEYS = {ord("1"): "gpu", ord("2"): "host", ord("3"): "throughput", ord("4"): "log", ord("l"): "log"}
+ZOOM_KEYS = {ord(k): pane for k, pane in ZOOM.items()}
 SCROLL = {curses.KEY_UP: 1, curses.KEY_DOWN: -1, curses.KEY_PPAGE: 10, curses.KEY_NPAGE: -10}
 CTRL_K, ESC = 11, 27
 LOG_REDRAW_S = 0.2  # a burst of log lines is drawn at most five times a second
@@ -53,31 +42,19 @@ class _Cancel:
 
 
 class TermDashboard:
+    """Draws the controller's panes with curses and maps keys to it; the state is the controller's."""
+
     def __init__(self, watch: Watch) -> None:
         self.watching = watch
-        self.deployment = watch.stoppable
-        self.stopped: str | None = None  # what ^k did stop
+        self.c = Dashboard(watch)
         self.stopping: threading.Thread | None = None
-        self.views: dict[str, View] = {
-            "gpu": GpuView(watch.predicted),
-            "host": HostView(),
-            "throughput": ThroughputView(),
-            "alerts": AlertsView(),
-        }
-        self.titles = pane_titles(watch.url)
-        self.ticker = Ticker(watch.interval)
         self.cancel = _Cancel()
-        self.paused = False
-        self.zoom: str | None = None
         self.scroll = 0  # log rows up from the newest
         self.log: deque[str] = deque(maxlen=500)
         self.latest: Sample | None = None  # set by the sampling thread
-        self.shown: Sample | None = None
-        self.samples = 0
         self.note: tuple[str, str, float] = ("", "", 0.0)  # text, style, until (monotonic)
-        self.asking = False  # ^k's confirmation is on the footer
+        self.asking: str | None = None  # ^k's confirmation on the footer
         self.failure: BaseException | None = None
-        self.polled = self.visible()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self.wake_w, False)
@@ -96,23 +73,21 @@ class TermDashboard:
             self.wake(b"l")
 
     def sample_loop(self, log: Any) -> None:
+        def deliver(s: Sample) -> None:
+            self.latest = s
+            self.wake()
+
         try:
-            source = self.watching.open(log)
-            for _ in self.ticker.ticks(self.cancel):
-                if not self.paused:
-                    self.latest = source.sample(self.polled)
-                    self.wake()
+            self.c.sample(log, self.cancel, deliver)
         except Exception as exc:  # noqa: BLE001 - ends the dashboard with its message, not a frozen screen
             self.failure = exc
             self.wake()
 
-    def stop_server(self, name: str) -> None:
-        from ktwizard.deploy.stop import stop_deployment
+    def stop_server(self) -> None:
         from ktwizard.errors import KtwizardError
 
         try:
-            self.say(stop_deployment(name), "green")
-            self.deployment, self.stopped = None, name
+            self.say(self.c.stop(), "green")
         except KtwizardError as exc:
             self.say(exc.message, "bold red")
         self.wake()
@@ -131,17 +106,17 @@ class TermDashboard:
         finally:
             signal.signal(signal.SIGWINCH, before)
             self.cancel.is_cancelled = True
-            self.ticker.poke()
+            self.c.ticker.poke()
             if follower is not None:
                 follower.close()
             if self.stopping is not None and self.stopping.is_alive():  # q right after y: the stop still finishes
-                print(f"waiting for {self.deployment or 'the server'} to stop…", file=sys.stderr, flush=True)
+                print(f"waiting for {self.c.deployment or 'the server'} to stop…", file=sys.stderr, flush=True)
                 self.stopping.join(timeout=90)
             # The wake-up pipe stays open: a sampling or stop thread may still write to it, and a closed number
             # could by then name another file. The process ends with the dashboard.
         if self.failure is not None:
             raise self.failure
-        return farewell(self.deployment, self.stopped, self.shown)
+        return self.c.farewell()
 
     def main(self, scr: Any) -> None:
         self.scr = scr
@@ -169,8 +144,8 @@ class TermDashboard:
             if b"l" in woke:
                 self.log_pending = False
                 due = due or drawn + LOG_REDRAW_S
-            if self.latest is not self.shown:
-                self.take(self.latest)
+            if self.latest is not None and self.latest is not self.c.shown:
+                self.c.take(self.latest)
                 urgent = True
             now = time.monotonic()
             if self.note[0] and now >= self.note[2]:
@@ -178,14 +153,6 @@ class TermDashboard:
             if urgent or (due is not None and now >= due):
                 self.draw()
                 drawn, due = now, None
-
-    def take(self, s: Sample | None) -> None:
-        if s is None:
-            return
-        for view in self.views.values():
-            view.record(s)
-        self.shown = s
-        self.samples += 1
 
     def keys(self) -> bool:
         """Every key waiting; whether any changed what is shown."""
@@ -196,11 +163,10 @@ class TermDashboard:
 
     def key(self, k: int) -> bool:
         if self.asking:  # ^k's question: y stops, any other key keeps the server
-            self.asking = False
-            name = self.deployment
-            if k in (ord("y"), ord("Y")) and name:
-                self.say(f"stopping {name}…", "yellow", NOTE_S * 12)
-                self.stopping = threading.Thread(target=self.stop_server, args=(name,), name="stop", daemon=True)
+            self.asking = None
+            if k in (ord("y"), ord("Y")) and self.c.deployment:
+                self.say(f"stopping {self.c.deployment}…", "yellow", NOTE_S * 12)
+                self.stopping = threading.Thread(target=self.stop_server, name="stop", daemon=True)
                 self.stopping.start()
             else:
                 self.say("not stopped", "grey62")
@@ -208,23 +174,19 @@ class TermDashboard:
         if k in (ord("q"), ord("Q")):
             self.cancel.is_cancelled = True
         elif k == ord("p"):
-            self.paused = not self.paused
-            self.say("paused: p resumes" if self.paused else "sampling again", "yellow")
+            self.say(self.c.toggle_pause(), "yellow")
         elif k in (ord("+"), ord("=")):
-            self.pace(0.5)
+            self.say(self.c.pace(0.5))
         elif k == ord("-"):
-            self.pace(-0.5)
+            self.say(self.c.pace(-0.5))
         elif k in ZOOM_KEYS:
-            self.zoom = None if self.zoom == ZOOM_KEYS[k] else ZOOM_KEYS[k]
-            self.polled = self.visible()
+            self.c.zoom_to(ZOOM_KEYS[k])
         elif k == ESC:
-            self.zoom = None
-            self.polled = self.visible()
+            self.c.zoom_to(None)
         elif k == CTRL_K:
-            if self.deployment:
-                self.asking = True
-            else:
-                self.say("only a server ktwizard launched can be stopped here (give its name)", "yellow")
+            self.asking, why = self.c.stop_question()
+            if why:
+                self.say(why, "yellow")
         elif k in SCROLL:
             self.scroll = max(0, self.scroll + SCROLL[k])
         elif k in (curses.KEY_HOME, curses.KEY_END):
@@ -235,17 +197,8 @@ class TermDashboard:
             return False
         return True
 
-    def pace(self, delta: float) -> None:
-        self.say(f"sampling every {self.ticker.nudge(delta):g} s")
-
     def say(self, words: str, style: str = "", seconds: float = NOTE_S) -> None:
         self.note = (words, style, time.monotonic() + seconds)
-
-    def visible(self) -> frozenset[str]:
-        """The samplers the shown panes read; the alerts are always read, hidden panes never."""
-        shown = [self.zoom] if self.zoom else list(self.views)
-        keys = [k for k in shown if k in self.views] + ["alerts"]
-        return frozenset().union(*(self.views[k].POLLS for k in keys))
 
     def resized(self) -> bool:
         """Whether the terminal's size changed since curses last looked (then curses is told)."""
@@ -267,12 +220,12 @@ class TermDashboard:
         if rows < MIN_ROWS or cols < MIN_COLS:
             self.put(0, 0, text(f"terminal too small: {cols}x{rows}, the dashboard needs {MIN_COLS}x{MIN_ROWS}"), cols)
         else:
-            state = "paused" if self.paused else f"every {self.ticker.interval:g} s · {self.samples} samples"
+            state = self.c.state
             head = f" ktwizard monitor {self.watching.target}"
             self.put(
                 0, 0, ((head + " " * max(1, cols - cells(head) - cells(state) - 1) + state + " ", "reverse"),), cols
             )
-            for box in layout(rows, cols, self.zoom):
+            for box in layout(rows, cols, self.c.zoom):
                 self.pane(box)
             self.put(rows - 1, 0, self.footer(cols), cols)
         scr.noutrefresh()
@@ -281,7 +234,7 @@ class TermDashboard:
     def footer(self, cols: int) -> Line:
         if self.asking:
             return (
-                (f" Stop and remove {self.deployment}? Its weights must load again to serve. ", "bold yellow"),
+                (f" {self.asking} ", "bold yellow"),
                 ("y stops it, any other key keeps it", "reverse"),
             )
         if self.note[0]:
@@ -299,27 +252,27 @@ class TermDashboard:
             self.put(box.y + 1 + i, box.x + 2, line, box.inner)
 
     def pane_rows(self, box: Box) -> list[Line]:
-        if self.shown is None:
+        if self.c.shown is None:
             return [text("waiting for the first sample…", "grey62")]
-        lines = self.views[box.key].lines(self.shown, box.inner, box.room)
+        lines = self.c.views[box.key].lines(self.c.shown, box.inner, box.room)
         return [row for line in lines for row in wrap_line(line, box.inner)]
 
     def log_rows(self, box: Box) -> list[Line]:
         if not self.watching.has_log:
             return [text("no log: the server was given by URL; give its deployment name to follow its log", "grey62")]
-        whole = self.zoom == "log"  # the full log wraps each line; the grid's pane cuts them at its edge
+        whole = self.c.zoom == "log"  # the full log wraps each line; the grid's pane cuts them at its edge
         rows = [piece for line in self.log for piece in wrap(line, box.inner)] if whole else list(self.log)
         self.scroll = min(self.scroll, max(0, len(rows) - box.room))
         end = len(rows) - self.scroll
         return [text(cut(r, box.inner)) for r in rows[max(0, end - box.room) : end]] or [text("no lines yet", "grey62")]
 
     def border(self, box: Box) -> None:
-        title = self.titles[box.key]
+        title = self.c.titles[box.key]
         if box.key == "log" and self.scroll:
             title += f" · {self.scroll} rows up (End: newest)"
         title = cut(f" {title} ", box.w - 4)
         top = "╭─" + title + "─" * (box.w - 3 - cells(title)) + "╮"
-        style = "bold blue" if self.zoom == box.key else "blue"
+        style = "bold blue" if self.c.zoom == box.key else "blue"
         self.put(box.y, box.x, ((top, style),), box.w)
         for y in range(box.y + 1, box.y + box.h - 1):
             self.put(y, box.x, (("│", style),), 1)

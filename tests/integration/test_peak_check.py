@@ -254,3 +254,53 @@ def test_native_launch_refuses_an_unpatched_sglang_kt(checkpoint, tmp_path, stat
         checkpoint, "ktw-unpatched", "--no-layerwise-prefill", "--timeout", "20", env={"PYTHONPATH": str(site)}
     )
     assert "crashes on RAWINT4" not in out.stderr
+
+
+def test_an_under_prediction_inside_the_margin_is_reported_with_the_item(checkpoint, tmp_path, state_home):
+    """The card has room, but the phase peaked above the plan's figure for it: said, with the estimate that differs,
+    and the launch stands (the margin held)."""
+    name = f"ktw-peak-under-{time.monotonic_ns() % 10**8}"
+    plan = planned(checkpoint)
+    skew = 0.5  # GiB more than the plan's kept layer: above its figure, inside its margin
+    assert plan["gpu_budgets"][0]["margin"] > (skew + 0.2) * GiB
+    out, plan, port = launch(checkpoint, tmp_path, name, *standin_memory(plan, skew))
+    try:
+        assert out.returncode == 0, out.stderr
+        # the stand-in's prompt phase sits within 0.35 GiB of the plan's (the test above): the skew shows there
+        assert "under-predicted: GPU 0 peaked" in out.stderr and "longest prompt figure" in out.stderr, out.stderr
+        assert "the largest estimate live then is 'attention (longest prompt)'" in out.stderr
+    finally:
+        run_cli("stop", name)
+
+
+def test_a_check_whose_riders_end_early_fails_and_advises_nothing(checkpoint, tmp_path, state_home):
+    """The riders stopped before the long prompt ran: the batch lost its prefixes, the longest-prompt phase was not
+    reached, so the launch fails, the server goes, and no "room for N more experts" is offered."""
+    name = f"ktw-peak-ended-{time.monotonic_ns() % 10**8}"
+    args = [*PLAN[:4], "--context", "65536", "--concurrency", "4"]
+    plan = planned(checkpoint, args)
+    out, plan, port = launch(
+        checkpoint, tmp_path, name, *standin_memory(plan), "--env", "STANDIN_MAX_NEW=2", plan_args=args
+    )
+    assert out.returncode == 1, out.stderr
+    assert "did not reach the plan's longest prompt phase" in out.stderr, out.stderr
+    assert "room for" not in out.stderr and "Traceback" not in out.stderr
+    deadline = time.time() + 10
+    while time.time() < deadline and not gone(port):
+        time.sleep(0.2)
+    assert gone(port) and not (state_home / "ktwizard/deployments" / f"{name}.json").exists()
+
+
+def test_a_pool_smaller_than_promised_fails_the_launch_with_the_fix(checkpoint, tmp_path, state_home):
+    """The runtime kept fewer KV tokens than --max-total-tokens asks (its profile found less memory): the goals cannot
+    be served, so the launch fails with the cause and the fix and leaves no server."""
+    name = f"ktw-pool-short-{time.monotonic_ns() % 10**8}"
+    plan = planned(checkpoint)
+    out, plan, port = launch(checkpoint, tmp_path, name, *standin_memory(plan), "--env", "STANDIN_POOL_TOKENS=147306")
+    assert out.returncode == 1, out.stderr
+    assert f"the KV pool holds 147,306 tokens of the {plan['max_total_tokens']:,} the plan promises" in out.stderr
+    assert "re-plan on this host" in out.stderr and "Traceback" not in out.stderr
+    deadline = time.time() + 10
+    while time.time() < deadline and not gone(port):
+        time.sleep(0.2)
+    assert gone(port) and not (state_home / "ktwizard/deployments" / f"{name}.json").exists()

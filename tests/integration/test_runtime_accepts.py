@@ -58,7 +58,7 @@ def _hosts(tmp: Path) -> dict[str, object]:
     return hosts
 
 
-def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], int]:
+def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]]:
     """Per host: the faked device and the renderings to check; and how many plans ktwizard itself refused."""
     folders = {}
     for pid, preset in all_presets().items():
@@ -68,7 +68,7 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], int]:
         folders[pid] = str(folder)
     devices: dict[str, dict] = {}
     cases: dict[str, list[dict]] = defaultdict(list)
-    refused = 0
+    refused: list[str] = []
     for hname, host in _hosts(tmp).items():
         gpus = host.gpus.devices
         cc = tuple(int(x) for x in gpus[0].compute_capability.split("."))
@@ -81,14 +81,18 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], int]:
             variants = {"plain": {}}
             if tp == len(gpus) or tp == 8:
                 variants["api-key"] = {}
+                # the longest context that fits, many streams, an FP8 KV cache: the runtime settles each differently
+                variants["longest"] = {"context": None}
+                variants["concurrent"] = {"concurrency": 8}
+                variants["fp8-kv"] = {"kv_dtype": "fp8_e4m3"}
                 if rules.recorder_problem(preset.spec()) is None:
                     variants["record"] = {"record_routing": str(tmp / "rec")}
                     variants["frequency"] = {"placement": "frequency", "expert_stats": str(tmp / "stats.pt")}
             for variant, extra in variants.items():
                 try:
-                    result = plan(host, preset.spec(), Goals(**base, **extra), preset.sglang, trial=False)
-                except BadInput:
-                    refused += 1  # ktwizard says why (FP8 shards, heads): never rendered
+                    result = plan(host, preset.spec(), Goals(**{**base, **extra}), preset.sglang, trial=False)
+                except BadInput as exc:
+                    refused.append(f"{hname}/{pid}/tp{tp}/{variant}: {exc}")  # one line, never rendered
                     continue
                 args = argv(result) + (["--api-key", "k" * 32] if variant == "api-key" else [])
                 cases[hname].append(
@@ -117,6 +121,13 @@ def _run(python: str, device: dict, cases: list[dict]) -> list[dict]:
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
+def _same(rendered: object, kept: object) -> bool:
+    try:
+        return float(str(rendered)) == float(str(kept))  # 3000 rendered, 3000.0 kept
+    except ValueError:
+        return str(rendered) == str(kept)
+
+
 def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
     python = _runtime_python()
     devices, cases, refused = _cases(tmp_path)
@@ -140,6 +151,10 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
                 wrong.append(f"{case['id']}: page size {r['page_size']}")
             if case["tp"] > 1 and not r["disable_custom_all_reduce"]:
                 wrong.append(f"{case['id']}: custom all-reduce left on with expandable segments")
+            for name, value in flags.items():  # every rendered value is the one the runtime keeps
+                kept = got["flags"].get(name, value)
+                if isinstance(value, (int, float, str)) and not isinstance(value, bool) and not _same(value, kept):
+                    wrong.append(f"{case['id']}: {name} {value} rendered, the runtime settles on {kept}")
             if (
                 "--expert-distribution-recorder-buffer-size" in flags
                 and r["expert_distribution_recorder_buffer_size"] != flags["--expert-distribution-recorder-buffer-size"]

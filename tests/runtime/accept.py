@@ -9,12 +9,13 @@ fake that answers the device questions (capability, memory, CUDA version) with t
 Python decides everything else.
 
 stdin: {"gpu": {"cc": [9, 0], "memory_mib": 143771, "count": 1, "cudnn": 91600}, "cases": [{"id", "argv", "env"}]}
-stdout: one JSON object per case: {"id", "ok", "error", "resolved": {field: value}}
+stdout: one JSON object per case: {"id", "ok", "error", "resolved": {field: value}, "flags": {rendered flag: value}}
 """
 
 from __future__ import annotations
 
 import abc
+import argparse
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -282,6 +283,13 @@ def main() -> int:
         module.direct_register_custom_op = lambda *a, **k: None
     # nvidia-smi is not here: the device's memory is the host's (utils/common.py:1724 reads it from nvidia-smi)
     common.get_nvgpu_memory_capacity = lambda: float(GPU["memory_mib"])
+    parser = argparse.ArgumentParser()
+    sa.ServerArgs.add_cli_args(parser)
+    # ServerArgs.from_cli_args renames these dests to its fields (server_args.py:6058-6063)
+    renamed = {"tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size", "data_parallel_size": "dp_size",
+               "attention_context_parallel_size": "attn_cp_size", "moe_data_parallel_size": "moe_dp_size",
+               "expert_parallel_size": "ep_size"}  # fmt: skip
+    dests = {option: renamed.get(a.dest, a.dest) for option, a in parser._option_string_actions.items()}
     base_env = dict(os.environ)
     for case in job["cases"]:
         os.environ.clear()
@@ -296,6 +304,8 @@ def main() -> int:
                 args = sa.prepare_server_args(case["argv"])
                 args.check_server_args()
             out["resolved"] = {k: _value(getattr(args, k, None)) for k in RESOLVED}
+            # each rendered flag's field as the runtime settled it, under the flag's name (its parser's dest)
+            out["flags"] = {a: _value(getattr(args, dests[a], None)) for a in case["argv"] if a in dests}
         except SystemExit as exc:
             out.update(ok=False, error=f"argument parser exited ({exc.code}): {quiet.getvalue()[-300:]}")
         except Exception as exc:  # noqa: BLE001 - any start-up failure is the verdict we report

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import TESTS
 
 ESC = "\x1b"
@@ -128,3 +129,48 @@ def test_placement_show_names_its_file_without_escapes(tmp_path):
                "rtx-pro-6000-epyc-9355")  # fmt: skip
     assert out.returncode == 0, out.stderr
     _clean(out)
+
+
+def _root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(TESTS / "fixtures" / "hosts" / "desktop-avx2", root, symlinks=True)
+    return root
+
+
+def _probe(tmp_path: Path, root: Path, code: int) -> subprocess.CompletedProcess[str]:
+    from conftest import run_capped
+
+    env = {k: v for k, v in os.environ.items() if k != "KTWIZARD_NVML_ROOT"}
+    out, took = run_capped("probe", "--root", str(root), env=env, timeout=20, memory=1 << 30)
+    assert took < 20 and "Traceback" not in out.stderr and "MemoryError" not in out.stderr, out.stderr[-2000:]
+    assert out.returncode == code, out.stderr[-2000:]
+    if code:
+        lines = [x for x in out.stderr.splitlines() if x.startswith("ktwizard: error:")]
+        assert len(lines) == 1 and len(lines[0]) < 600, out.stderr
+    return out
+
+
+def test_probe_root_skips_a_fifo(tmp_path):
+    root = _root(tmp_path)
+    (root / "etc" / "hostname").unlink()
+    os.mkfifo(root / "etc" / "hostname")  # nobody writes it: a plain read blocks for ever
+    _probe(tmp_path, root, 0)
+
+
+def test_probe_root_does_not_read_a_link_to_dev_zero(tmp_path):
+    root = _root(tmp_path)
+    (root / "proc" / "cpuinfo").unlink()
+    (root / "proc" / "cpuinfo").symlink_to("/dev/zero")
+    _probe(tmp_path, root, 0)
+
+
+@pytest.mark.parametrize(
+    "cpulist",
+    ["0-\u00b2", "0-\u0663", "0-" + "9" * 5000, "0-", "\uff10"],
+    ids=["superscript", "arabic-indic", "5000-digits", "open-range", "fullwidth"],
+)
+def test_probe_root_refuses_a_malformed_cpulist(tmp_path, cpulist):
+    root = _root(tmp_path)
+    (root / "sys" / "devices" / "system" / "cpu" / "online").write_text(cpulist + "\n")
+    (root / "sys" / "devices" / "system" / "node" / "node0" / "cpulist").write_text(cpulist + "\n")
+    assert "cpulist" in _probe(tmp_path, root, 2).stderr or "online" in _probe(tmp_path, root, 2).stderr

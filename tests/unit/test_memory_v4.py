@@ -207,3 +207,21 @@ def test_binding_label_on_equal_peaks_names_the_longest_prompt():
     step = BudgetItem("MoE (x)", GiB, "", "runtime", live=("short prompt", "longest prompt"))
     b = GpuBudget(0, "card", 10 * GiB, (BudgetItem("w", GiB, "", "weights"), step))
     assert b.binding == "longest prompt"
+
+
+def test_chunk_cost_is_the_longest_prompt_step_and_the_staging_buffer():
+    """The function a chunk-size choice uses: at the plan's own chunk it is the ledger's longest-prompt step plus the
+    staging buffer (chunk x hidden x bf16, kt_ep_wrapper.py:5268-5279); a larger chunk costs more."""
+    from ktwizard.planner.memory.sizing import Sizing
+
+    p = get_preset("kimi-k2.7-code")
+    h = load_host("rtx-pro-6000-epyc-9355")
+    g = Goals(context=65536, concurrency=4)
+    r = plan(h, p.spec(), g, p.sglang, recipe_for(p.id))
+    (b,) = r.gpu_budgets
+    s = Sizing(p.spec(), g, h.gpus.devices, r.method, True, 65536, "flashinfer")
+    chunk = r.flag("--chunked-prefill-size")
+    assert isinstance(chunk, int)
+    steps = max(b.item("attention (longest prompt)"), b.item("MoE (longest prompt)"))
+    assert s.chunk_cost(chunk) == steps + chunk * 7168 * 2
+    assert s.chunk_cost(chunk // 2) < s.chunk_cost(chunk) < s.chunk_cost(chunk * 2)

@@ -129,3 +129,89 @@ def test_cpu_bytes_of_the_new_methods_follow_the_loader():
     g = get_preset("qwen3-30b-a3b-gptq-int4").spec()
     n = 3 * 2048 * 768
     assert cpu_bytes_per_expert(g, "GPTQ_INT4") == n // 2 + 4 * (n // 128)
+
+
+def _host(memory_gib: float, numa: int = 1):
+    from ktwizard.host.spec import host_from_spec
+
+    flags = ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512vbmi", "amx_tile", "amx_bf16"]
+    return host_from_spec(
+        {
+            "name": "ram-edge",
+            "gpus": [{"name": "NVIDIA RTX 4090", "memory_gib": 24, "compute_capability": "8.9", "count": 1}],
+            "cpu": {"model": "Xeon", "sockets": numa, "cores_per_socket": 32, "threads_per_core": 2, "flags": flags},
+            "numa_nodes": numa,
+            "memory_gib": memory_gib,
+        }
+    )
+
+
+def test_loader_peak_is_one_layer_as_read_on_every_node():
+    """kt-kernel loads layer after layer and frees a layer's tensors only after copying them (amx.py:1015-1028)."""
+    p = get_preset("qwen3-30b-a3b")
+    r = plan(_host(512, numa=2), p.spec(), Goals(), p.sglang)
+    layer = 3 * 2048 * 768 * 2 * 128  # 128 BF16 experts of one layer
+    assert r.method == "BF16"
+    assert all(hb.item("loader peak (one layer)") == layer for hb in r.host_budgets)
+
+
+def test_a_host_that_fits_only_once_loaded_is_told_it_would_be_killed_while_loading():
+    p = get_preset("qwen3-30b-a3b")
+
+    def whole(gib: float):
+        r = plan(_host(gib), p.spec(), Goals(), p.sglang)
+        return r, r.host_budgets[0]
+
+    lo, hi = 8.0, 512.0  # bisect for the smallest host whose whole-host budget fits (the OS reserve scales with RAM)
+    while hi - lo > 0.01:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if whole(mid)[1].fits else (mid, hi)
+    loading = whole(hi)[1].item("loader peak (one layer)")
+    r, hb = whole(hi - loading / 2 / 2**30)  # half a layer short
+    assert -loading < hb.free < 0
+    assert not r.fits and any(o.startswith("host RAM") and "only while loading" in o for o in r.overflows)
+
+
+def test_a_qwen3_5_checkpoint_reads_as_the_runtime_names_its_tensors(tmp_path):
+    """A small Qwen3.5 checkpoint written from the model class's names (qwen3_5.py:91, 258-378; packed experts as
+    kt-kernel's BF16 loader reads them, loader.py:690-712; an MTP block apart) inspects exactly, MTP kept apart."""
+    from safetensors_fixture import nbytes, write_checkpoint
+
+    from ktwizard.models.inspect import inspect_checkpoint
+
+    text = dict(get_preset("qwen3.5-397b-a17b").config["text_config"])
+    text.update(num_hidden_layers=4, hidden_size=256, num_experts=8, num_experts_per_tok=2, vocab_size=1024)
+    text.update(moe_intermediate_size=64, shared_expert_intermediate_size=64)
+    cfg = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe", "text_config": text}
+    H, E, I, V = 256, 8, 64, 1024
+    kh, kd, vh, vd = 16, 128, 64, 128
+    t = [("model.language_model.embed_tokens.weight", "BF16", (V, H)), ("lm_head.weight", "BF16", (V, H))]
+    t += [("model.language_model.norm.weight", "BF16", (H,)), ("model.visual.blocks.0.attn.qkv.weight", "BF16", (8, 8))]
+    for i in range(5):  # layer 4 is the MTP block's, stored under mtp.
+        p = f"model.language_model.layers.{i}" if i < 4 else "mtp.layers.0"
+        t += [(f"{p}.input_layernorm.weight", "BF16", (H,)), (f"{p}.post_attention_layernorm.weight", "BF16", (H,))]
+        if i == 3 or i == 4:
+            a = f"{p}.self_attn"
+            t += [(f"{a}.q_proj.weight", "BF16", (32 * 256 * 2, H)), (f"{a}.k_proj.weight", "BF16", (2 * 256, H))]
+            t += [(f"{a}.v_proj.weight", "BF16", (2 * 256, H)), (f"{a}.o_proj.weight", "BF16", (H, 32 * 256))]
+            t += [(f"{a}.q_norm.weight", "BF16", (256,)), (f"{a}.k_norm.weight", "BF16", (256,))]
+        else:
+            a = f"{p}.linear_attn"
+            t += [(f"{a}.in_proj_qkv.weight", "BF16", (2 * kh * kd + vh * vd, H))]
+            t += [(f"{a}.in_proj_z.weight", "BF16", (vh * vd, H)), (f"{a}.in_proj_b.weight", "BF16", (vh, H))]
+            t += [(f"{a}.in_proj_a.weight", "BF16", (vh, H))]
+            t += [(f"{a}.conv1d.weight", "BF16", (2 * kh * kd + vh * vd, 1, 4))]
+            t += [(f"{a}.A_log", "BF16", (vh,)), (f"{a}.dt_bias", "BF16", (vh,)), (f"{a}.norm.weight", "BF16", (vd,))]
+            t += [(f"{a}.out_proj.weight", "BF16", (H, vh * vd))]
+        m = f"{p}.mlp"
+        t += [(f"{m}.gate.weight", "BF16", (E, H)), (f"{m}.experts.gate_up_proj", "BF16", (E, 2 * I, H))]
+        t += [(f"{m}.experts.down_proj", "BF16", (E, H, I)), (f"{m}.shared_expert_gate.weight", "BF16", (1, H))]
+        t += [(f"{m}.shared_expert.{n}.weight", "BF16", s) for n, s in (("gate_proj", (I, H)), ("up_proj", (I, H)))]
+        t += [(f"{m}.shared_expert.down_proj.weight", "BF16", (H, I))]
+    write_checkpoint(tmp_path / "Qwen3.5-tiny", cfg, t, shards=2)
+    r = inspect_checkpoint(tmp_path / "Qwen3.5-tiny")
+    assert not any("differ" in n or "not in the headers" in n for n in r.notes), r.notes
+    experts = 4 * nbytes("BF16", (E, 3 * I, H))
+    assert r.spec.routed_bytes == experts and r.spec.expert_bytes_native == 3 * I * H * 2
+    mtp = sum(nbytes(d, s) for n, d, s in t if n.startswith("mtp."))
+    assert r.spec.mtp_bytes == mtp and r.spec.bytes_by_group["vision"] == nbytes("BF16", (8, 8))

@@ -168,12 +168,22 @@ def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> S
     return Step(cpu_s=_cpu_experts(s, c, t), gpu_s=gpu, fixed_s=fixed)
 
 
+def attention_lanes(s: Setup, concurrency: int) -> int:
+    """Independent work items of a decode attention step on one rank: one per stream and KV head (GQA kernels run a
+    block per request and KV head), or per query head for MLA (the absorbed kernel shares one latent among all of
+    them)."""
+    a = s.spec.attention
+    heads = a.heads if a.kind.startswith("mla") else a.kv_heads
+    return max(1, concurrency) * max(1, heads // s.tp)
+
+
 def attention_read(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> float:
-    """Decode attention reads every stream's KV each step, at the share of the GPU's bandwidth a decode attention
-    kernel reaches: a few KV heads over one query token leave most of the GPU idle (split-KV), so it sits well below
-    the weights' streaming rate and decode slows with context."""
+    """Decode attention reads every stream's KV each step, one query token per stream: at `attn_bw_eff` of the GPU's
+    bandwidth when there is work enough to fill it, else at `attn_lane_bps` per lane (attention_lanes): a model with
+    2 KV heads at one stream reads its KV far below the bandwidth, which is why its decode slows with context."""
     kv = max(1, concurrency) * context * s.spec.kv_cell_bytes(s.tp)
-    return kv / (s.gpu.bandwidth * t.attn_bw_eff)
+    rate = min(s.gpu.bandwidth * t.attn_bw_eff, attention_lanes(s, concurrency) * t.attn_lane_bps)
+    return kv / rate
 
 
 def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:

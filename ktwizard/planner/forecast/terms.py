@@ -12,6 +12,7 @@ class Terms:
     cpu_bw_eff: float  # share of each socket's rated memory bandwidth its kt-kernel subpool's decode GEMVs sustain
     gpu_bw_eff: float  # share of the GPU's rated bandwidth decode's weight reads sustain
     attn_bw_eff: float  # share of the GPU's rated bandwidth decode attention reaches reading KV (one query token)
+    attn_lane_bps: float  # B/s one decode-attention lane (a stream's KV head) reads when lanes are too few to fill it
     layer_step_s: float  # fixed cost per MoE layer and decode step: CPU/GPU hand-off, thread-pool wake-up, launches
     allreduce_s: float  # per all-reduce on a PCIe tensor-parallel group (two per layer)
     cpu_flops_eff: float  # share of the CPU's peak kt-kernel reaches in prefill (hybrid path) and batched decode
@@ -26,11 +27,12 @@ class Terms:
 # terms on decode figures, then the prefill terms; never fitted to ktransformers#1914, #1730 or the
 # Kimi-K2-Thinking-Native tutorial (forecast-validation.md).
 TERMS = Terms(
-    cpu_bw_eff=0.731,  # per socket: two subpools on two sockets read twice what one does
-    gpu_bw_eff=0.933,
-    attn_bw_eff=0.459,
-    layer_step_s=2.56e-4,
-    allreduce_s=3.42e-5,
+    cpu_bw_eff=0.723,  # per socket: two subpools on two sockets read twice what one does
+    gpu_bw_eff=0.936,
+    attn_bw_eff=0.46,
+    attn_lane_bps=2.06e11,
+    layer_step_s=2.51e-4,
+    allreduce_s=3.65e-5,
     cpu_flops_eff=0.424,
     pcie_eff=0.525,
     gpu_flops_eff=0.761,
@@ -42,4 +44,4 @@ CORE_BW = 20e9  # one core's sustained streaming read, B/s (a thread-count cap, 
 
 # Held-out error (forecast / published - 1) of figures from sources never fitted, 10th and 90th percentile: a
 # forecast's range is value / (1 + p90) .. value / (1 + p10) (benchmarks/results/forecast-validation.md).
-HELD_OUT = {"decode": (-0.383, 0.24), "prefill": (-0.435, 0.311)}
+HELD_OUT = {"decode": (-0.385, 0.25), "prefill": (-0.403, 0.454)}

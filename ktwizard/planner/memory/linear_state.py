@@ -1,5 +1,5 @@
-"""The linear-attention state pool of hybrid models (Qwen3-Next, and any model SGLang treats as `mambaish`), as
-sglang-kt 0.7.2 sizes and allocates it.
+"""The linear-attention state pool of hybrid models (Qwen3-Next, Qwen3.5: the gated-delta-net configs SGLang treats
+as `mambaish`, model_runner.py:1660-1670, :1730-1737), as sglang-kt 0.7.2 sizes and allocates it.
 
 Left to itself the runtime gives the state pool mamba_full_memory_ratio / (1 + ratio) = 0.9 / 1.9 of the KV budget
 (model_runner_kv_cache_mixin.py:325-340), so a plan whose pool was sized for its tokens alone gets about half of them

@@ -229,6 +229,15 @@ class Sizing:
         )
         return attn, moe
 
+    def chunk_cost(self, chunk: int) -> int:
+        """What a --chunked-prefill-size costs on a GPU that depends on it: the longest prompt's larger step (its
+        last chunk over its own prefix, every other request riding) plus the KT staging buffer (rank 0,
+        kt_ep_wrapper.py:5268-5279). For a plan choosing its chunk size: compare chunk_cost(a) - chunk_cost(b)."""
+        c, ctx = self.goals.concurrency, self.context
+        riders = ctx * (c - 1)
+        attn, moe = self.prefill_steps(chunk + c - 1, (riders, riders + max(0, ctx - chunk)))
+        return max(attn.bytes, moe.bytes) + chunk * self.spec.hidden * 2
+
     def runtime(self) -> list[BudgetItem]:
         c, ctx = self.goals.concurrency, self.context
         items: list[BudgetItem] = []

@@ -33,6 +33,8 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
                         batch of uneven prefixes decompresses less than 131,072. Unset: no attention step.
   STANDIN_EOS_AFTER     a request at temperature 0 without ignore_eos (or min_tokens) ends after this many tokens, as a
                         model reaching its end-of-sequence token does (unset: never early)
+  STANDIN_POOL_TOKENS   the KV pool the profile leaves, below --max-total-tokens (a GPU with less free than planned)
+  STANDIN_MAX_NEW       every request ends after this many tokens, ignore_eos or not (a request reaching the context)
   Prompts are prefilled in chunks of --chunked-prefill-size behind a radix cache (a prompt's longest common prefix
   with an earlier one is cached), one "Prefill batch" line per chunk, as the real scheduler logs them.
   /flush_cache empties that cache when nothing runs (400 otherwise); --disable-radix-cache turns it off; with
@@ -245,6 +247,7 @@ class Engine:
         self.decode_window = (time.time(), 0)
         self.max_total = args.max_total_tokens or 100000
         self.decoding: dict[int, int] = {}  # request id -> its context, while it decodes
+        self.pass_ends = 0.0  # when the forward pass in progress (a prefill chunk) ends: nothing is output before
         self.seen: list[list[str]] = []
         self.registry = r = CollectorRegistry()
         labels = ["engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank"]
@@ -351,6 +354,7 @@ class Engine:
                 f"#running-req: {len(riders)}, #queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
             )
             seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
+            self.pass_ends = time.time() + seconds
             self.gpu.chunk(m, [done, *riders.values()], seconds, n)
             done += m
         self.realtime.labels(**self.lv, mode="prefill_compute").inc(n - cached)
@@ -398,6 +402,25 @@ def make_handler(args, engine: Engine, ready: threading.Event):
     served = args.served_model_name or args.model_path
     model = args.model_path
 
+    def health(path: str) -> int:
+        """http_server.py:488-560: 503 while starting; /health answers from state when
+        SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is false (environ.py:468, EnvBool); otherwise (and always on
+        /health_generate) it sends a one-token request and answers 200 only when the scheduler outputs anything
+        within SGLANG_HEALTH_CHECK_TIMEOUT (20 s, :183), polling each second. No output comes before the forward pass
+        in progress ends: a long KT prefill chunk makes it 503. (An idle stand-in answers at once.)"""
+        if not ready.is_set():
+            return 503
+        generate = ENV("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "true").lower() not in ("false", "0", "no", "n")
+        if path == "/health" and not generate:
+            return 200
+        tic = time.time()
+        deadline = tic + int(ENV("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+        while engine.pass_ends > time.time():  # the probe rides the next batch
+            if time.time() >= deadline:
+                return 503
+            time.sleep(min(1.0, max(0.0, deadline - time.time())))
+        return 200 if time.time() < deadline else 503
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -432,7 +455,7 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             if self.refused(path):
                 return None
             if path in ("/health", "/health_generate"):
-                return self.reply(200 if ready.is_set() else 503, b"", "text/plain")
+                return self.reply(health(path), b"", "text/plain")
             if path == "/flush_cache":  # GET and POST alike (http_server.py:735)
                 return self.flush()
             if path == "/v1/models":
@@ -517,6 +540,8 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             eos = ENV("STANDIN_EOS_AFTER")
             if eos and not body.get("ignore_eos") and int(body.get("min_tokens") or 0) < max_tokens:
                 max_tokens = max(int(body.get("min_tokens") or 0), min(max_tokens, int(eos)))
+            if ENV("STANDIN_MAX_NEW"):  # every request ends there, whatever it asked (as one reaching the context)
+                max_tokens = min(max_tokens, int(ENV("STANDIN_MAX_NEW") or 0))
             self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"), words)
 
         def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool, words=None) -> None:
@@ -660,6 +685,8 @@ def serve(args) -> None:
         f"mem={avail:.2f} GB, mem usage={weights:.2f} GB."
     )
     tokens = args.max_total_tokens or 100000
+    if ENV("STANDIN_POOL_TOKENS"):  # less memory was left than planned: the profiled pool is below the cap (:627-641)
+        tokens = min(tokens, int(ENV("STANDIN_POOL_TOKENS") or 0))
     kv = tokens * cell / 2**30
     if FAIL == "cuda_oom@kv":
         cuda_oom("init_memory_pool", kv)
