@@ -35,6 +35,9 @@ LOG_REDRAW_S = 0.2  # a burst of log lines is drawn at most five times a second
 NOTE_S = 5.0
 
 
+MAX_ROWS, MAX_COLS = 1000, 4000  # past any real screen; curses allocates rows x columns cells
+
+
 class _Cancel:
     """What Ticker.ticks asks of its worker."""
 
@@ -206,9 +209,14 @@ class TermDashboard:
             size = os.get_terminal_size(sys.__stdout__.fileno() if sys.__stdout__ else 1)
         except OSError:
             return False
-        if (size.lines, size.columns) == self.scr.getmaxyx():
+        # 0x0 (a detached pty) or 65535x65535 (a hostile size): resizeterm returns ERR, or allocates without bound
+        want = (min(max(size.lines, 1), MAX_ROWS), min(max(size.columns, 1), MAX_COLS))
+        if want == self.scr.getmaxyx():
             return False
-        curses.resizeterm(size.lines, size.columns)
+        try:
+            curses.resizeterm(*want)
+        except curses.error:
+            return False  # curses keeps its old size; the next draw says "terminal too small" if it is
         return True
 
     # --- drawing ----------------------------------------------------------------------------------------------
@@ -216,6 +224,8 @@ class TermDashboard:
     def draw(self) -> None:
         scr = self.scr
         rows, cols = scr.getmaxyx()
+        if rows < 1 or cols < 1:
+            return
         scr.erase()
         if rows < MIN_ROWS or cols < MIN_COLS:
             self.put(0, 0, text(f"terminal too small: {cols}x{rows}, the dashboard needs {MIN_COLS}x{MIN_ROWS}"), cols)

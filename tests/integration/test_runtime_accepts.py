@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -132,8 +133,11 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
     python = _runtime_python()
     devices, cases, refused = _cases(tmp_path)
     rejected, wrong, total = [], [], 0
-    for hname, device in devices.items():
-        results = {r["id"]: r for r in _run(python, device, cases[hname])}
+    # one runtime process per host, as many at once as there are cores (CI has 2)
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        answers = dict(zip(devices, pool.map(lambda h: _run(python, devices[h], cases[h]), devices), strict=True))
+    for hname in devices:
+        results = {r["id"]: r for r in answers[hname]}
         assert len(results) == len(cases[hname]), "every case must answer"
         for case in cases[hname]:
             total += 1
@@ -172,3 +176,25 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
         rejected[:20]
     )
     assert not wrong, "\n".join(wrong[:20])
+
+
+def test_the_pinned_wheels_metadata_is_what_the_image_and_the_fixtures_say():
+    """The Dockerfile's pins (assets/docker/versions.yaml) and the METADATA fixture the unit tests read
+    (tests/fixtures/oracles/runtime-wheels-METADATA.txt) against the sglang-kt wheel .ci/run fetched from the registry:
+    a new upload or an edited fixture shows here, not in a failed image build."""
+    python = _runtime_python()
+    probe = (
+        "import importlib.metadata as m, json; d = m.metadata('sglang-kt'); "
+        "print(json.dumps({'version': d['Version'], 'python': d['Requires-Python'], "
+        "'requires': d.get_all('Requires-Dist')}))"
+    )
+    out = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wheel = json.loads(out.stdout)
+    versions = yaml.safe_load((REPO / "assets" / "docker" / "versions.yaml").read_text())
+    assert wheel["version"] == str(versions["sglang_kt"])
+    assert f"kt-kernel=={versions['kt_kernel']}" in wheel["requires"]  # the image installs the kt-kernel it pins
+    fixture = (TESTS / "fixtures" / "oracles" / "runtime-wheels-METADATA.txt").read_text().split("\nNEEDED:")[0]
+    lines = fixture.splitlines()[1:]  # the sglang-kt section, after its header
+    assert f"Requires-Python: {wheel['python']}" in lines
+    assert sorted(x.split(": ", 1)[1] for x in lines if x.startswith("Requires-Dist: ")) == sorted(wheel["requires"])
