@@ -40,6 +40,14 @@ def host_allowed(host_header: str, bind_loopback: bool, port: int) -> bool:
     return name.lower() in LOOPBACK_NAMES and p == str(port)
 
 
+def token_matches(given: str, token: str) -> bool:
+    """In constant time, as bytes: compare_digest raises TypeError on a str with non-ASCII characters (an HTTP 500
+    and a traceback for a URL anyone can type)."""
+    import hmac
+
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode("utf-8", "surrogateescape"))
+
+
 def origin_allowed(origin: str | None, host_header: str) -> bool:
     """A browser always sends Origin with a WebSocket; only the dashboard's own page may open one."""
     return origin is not None and origin.lower() in (f"http://{host_header}".lower(), f"https://{host_header}".lower())
@@ -76,9 +84,7 @@ def make_server(command: str, bind: str, port: int, token: str, max_sessions: in
 
         def allowed(self, request: web.Request) -> bool:
             given = request.match_info.get("token") or request.query.get("token", "")
-            import hmac
-
-            return hmac.compare_digest(given, token) and host_allowed(request.host, is_loopback(bind), port)
+            return token_matches(given, token) and host_allowed(request.host, is_loopback(bind), port)
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
             if not self.allowed(request):

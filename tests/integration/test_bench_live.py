@@ -103,3 +103,45 @@ def test_bench_measures_what_the_standin_was_told(docker_client, standin_image, 
         assert "partial results: --max-seconds reached" in cut.stderr
     finally:
         run_cli("stop", name)
+
+
+@pytest.mark.docker
+def test_prefill_is_measured_past_the_cache_and_a_standin_calibrates_nothing(
+    docker_client, standin_image, checkpoint, state_home, tmp_path
+):
+    """The issue's check: on the stand-in at 600 tok/s of prefill, every prefill row at 4k-32k with repeats within
+    ±15 % (the old sweep read ~1,200 tok/s at 16k+ and ~27,800 for a repeat: the radix cache served them); a row over
+    the server's context length skipped with a note; a bench of a --gpus none deployment calibrates no plan."""
+    port, name = free_port(), f"ktw-bench-{time.monotonic_ns() % 10**8}"
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    out = run_cli(
+        "launch", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", "163840",
+        "--gpus", "none", "--weights", str(checkpoint), "--image", standin_image, "--name", name,
+        "--port", str(port), "--detach", "--no-peak-check", "--env", "STANDIN_STEP_S=0.05",
+        "--env", "STANDIN_PREFILL_TPS=600", "--env", "STANDIN_DECODE_TPS=25", env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    try:
+        b = run_cli(
+            "bench", name, "--prefill-only", "--contexts", "4k,8k,16k,32k,256k", "--repeats", "2",
+            "--format", "json", env=env, timeout=600,
+        )  # fmt: skip
+        assert b.returncode == 0, b.stderr
+        r = json.loads(b.stdout)
+        assert [p["context"] for p in r["prefill"]] == [4096, 8192, 16384, 32768] and not r["decode"]
+        for p in r["prefill"]:
+            assert len(p["ttft_s"]) == 2 and p["cached"] == [False, False]
+            for ttft in p["ttft_s"]:  # every run, repeats included
+                assert p["prompt_tokens"] / ttft == pytest.approx(600, rel=0.15), p
+        assert any("context length of 163,840 tokens: prefill 262,144" in n for n in r["notes"])
+        assert any("flushed" in n for n in r["notes"])
+        assert "left" in b.stderr  # the progress line's measured ETA
+        d = run_cli(
+            "bench", name, "--decode-only", "--decode-contexts", "0", "--concurrency", "1", "--tokens", "40",
+            "--format", "json", env=env, timeout=120,
+        )  # fmt: skip
+        assert d.returncode == 0 and json.loads(d.stdout)["decode"] and not json.loads(d.stdout)["prefill"]
+        assert "calibrates no plan" in d.stderr
+        assert json.loads(run_cli("calibration", "list", "--json", env=env).stdout) == []
+    finally:
+        run_cli("stop", name)

@@ -62,14 +62,21 @@ def test_a_bench_leaves_other_hosts_and_setups_byte_identical(data_home):
         "other host": lambda: _plan(host=other_host),
         "fewer GPU experts": lambda: _plan(gpu_experts=4),
         "other image": lambda: _plan(image="lmsysorg/sglang:other"),
+        "frequency placement": lambda: _plan(placement="frequency", expert_stats="/x.pt"),
     }
     before = {k: dump_json(to_data(f().forecast)) for k, f in variants.items()}
+    hosts = {h: run_cli("plan", "--preset", PRESET, "--host", h, "--format", "json", env=data_home).stdout
+             for h in (HOST, "xeon-2s-amx-4x4090-48gb")}  # fmt: skip
     made = _plan()
     assert made.forecast
     cal = calibrate(made, [(0, 1, 1.19 * made.forecast.single.tok_s_total)], "kimi-a")
     assert cal is not None and _plan().forecast.factor == pytest.approx(1.19, abs=0.01)  # the benched key moved
     after = {k: dump_json(to_data(f().forecast)) for k, f in variants.items()}
     assert after == before
+    # the command line too: another bundled host's plan and this host's at another context (more GPU experts)
+    for h, text in hosts.items():
+        again = run_cli("plan", "--preset", PRESET, "--host", h, "--format", "json", env=data_home).stdout
+        assert again == text and json.loads(again)["forecast"]["factor"] == 1.0
     # placement and TP are in the key too: a frequency-placed or TP-2 relaunch is another key
     for changed in (replace(cal.key, placement="frequency"), replace(cal.key, tp=2), replace(cal.key, image="x")):
         assert factor_for(changed, (cal,)) is None

@@ -66,3 +66,27 @@ def test_the_curses_dashboard_survives_degenerate_sizes(tmp_path, start, then):
     code, out = _dashboard(tmp_path, *start, then)
     assert b"Traceback" not in out and b"resizeterm" not in out, out[-1500:]
     assert code == 0, out[-1500:]
+
+
+def test_a_non_ascii_web_token_is_a_403_not_a_traceback(tmp_path):
+    import httpx
+    from conftest import free_port
+
+    port, log = free_port(), tmp_path / "web.err"
+    with open(log, "w") as err:
+        web = subprocess.Popen([sys.executable, "-m", "ktwizard", "monitor", "--url", "http://127.0.0.1:9", "--web",
+                                "--web-port", str(port), "--no-gpu"], stderr=err, stdout=err)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.3)
+        for path in ("/?token=%C3%A9t%C3%A9", "/ws/%E2%82%AC", "/?token=%FF"):
+            assert httpx.get(f"http://127.0.0.1:{port}{path}", timeout=5).status_code == 403, path
+        assert "Traceback" not in log.read_text(), log.read_text()[-2000:]
+    finally:
+        web.terminate()
+        web.wait(20)
