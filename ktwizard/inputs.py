@@ -328,8 +328,8 @@ def parse_bind(text: str, flag: str = "--bind") -> str:
     import ipaddress
 
     value = text.strip()
-    if value == "localhost":
-        return value
+    if value.lower() == "localhost":  # docker -p and compose take addresses only; the name could also mean ::1
+        return "127.0.0.1"
     if value.startswith("[") and value.endswith("]"):
         value = value[1:-1]
     try:
@@ -349,4 +349,6 @@ def parse_mount_path(text: str, flag: str) -> str:
     value = os.path.abspath(os.path.expanduser(text))
     if any(c in value for c in ":,") or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise BadInput(f"{flag} {text[:120]!r}: a path with ':' ',' or control characters cannot be mounted; rename it")
+    if value == "/":  # /data/.. resolves here: the whole host filesystem in the container (a k8s hostPath of /)
+        raise BadInput(f"{flag} {text[:120]!r} is the root folder '/': give the checkpoint's own folder")
     return value

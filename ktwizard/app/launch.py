@@ -13,7 +13,7 @@ from typing import TextIO
 from ktwizard.deploy.launch import LaunchOptions, ServerProcess
 from ktwizard.deploy.peak import PeakReport
 from ktwizard.deploy.records import Deployment
-from ktwizard.errors import BadInput
+from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.planner.types import Plan
 
 
@@ -93,7 +93,13 @@ def launch(
     from ktwizard.deploy.runners import start
 
     make_room(opts, out)  # before the lock: --yes stops the running one, which the lock would refuse
-    with launch_lock(opts.name):
+    with contextlib.ExitStack() as claimed:
+        try:  # the lock lives beside the records: a state folder that cannot be written stops the launch here
+            claimed.enter_context(launch_lock(opts.name))
+        except OSError as exc:
+            raise KtwizardError(
+                f"the deployment record could not be written ({exc.strerror or exc}); nothing was started"
+            ) from None
         proc = start(plan, opts, out=out)
         deployment, _ = follow_startup(proc, plan, opts, out=out)
         keep(deployment.name, "plan", plan, out)

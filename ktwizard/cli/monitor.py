@@ -115,7 +115,16 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
 
     if args.once:
         raise BadInput("--web serves the live dashboard: leave out --once")
-    if args.fleet:
+    if args.replay:  # each tab plays the recording (it was ignored: the tabs watched a live server instead)
+        import os
+
+        from ktwizard.monitor.recording import read_samples
+
+        if args.url or args.container or args.fleet:
+            raise BadInput("--replay plays a recording: give it without --url, --container or --fleet")
+        read_samples(args.replay)  # a bad recording is one line here, not in every tab
+        target = ["--replay", os.path.abspath(args.replay)]
+    elif args.fleet:
         _fleet_record(args.fleet)
         target = ["--fleet", args.fleet]
     else:

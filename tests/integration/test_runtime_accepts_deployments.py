@@ -59,26 +59,37 @@ def _server_argv(command: list[str], key_file: Path) -> list[str]:
     return argv
 
 
+def _hosts():
+    """Each bundled host with the device the runtime check fakes for it (its first GPU, as many as it has)."""
+    for hname in (p.stem for p in sorted((REPO / "assets" / "hosts").glob("*.yaml"))):
+        host = load_host(hname)
+        g = host.gpus.devices[0]
+        cc = [int(x) for x in g.compute_capability.split(".")]
+        yield hname, host, {"cc": cc, "memory_mib": g.memory_total >> 20, "count": len(host.gpus.devices),
+                                 "name": g.name}  # fmt: skip
+
+
+def _checkpoint(folder: Path, pid: str) -> Path:
+    """A folder holding the preset's config.json, which ServerArgs.__post_init__ reads."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(all_presets()[pid].config))
+    return folder
+
+
 def _cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
     key = tmp / "key"
     key.write_text(KEY + "\n")
     key.chmod(0o600)
     by_host: dict[str, tuple[dict, list[dict]]] = {}
-    for hpath in sorted((REPO / "assets" / "hosts").glob("*.yaml")):
-        host = load_host(hpath.stem)
-        g = host.gpus.devices[0]
-        cc = [int(x) for x in g.compute_capability.split(".")]
-        device = {"cc": cc, "memory_mib": g.memory_total >> 20, "count": len(host.gpus.devices), "name": g.name}
+    for hname, host, device in _hosts():
         cases: list[dict] = []
         for pid in PRESETS:
             m = resolve_model(pid, None)
-            folder = tmp / pid
-            folder.mkdir(exist_ok=True)
-            (folder / "config.json").write_text(json.dumps(all_presets()[pid].config))
+            folder = _checkpoint(tmp / pid, pid)
             for keyed in (False, True):
                 goals = Goals(context=16384, api_key_file=str(key) if keyed else None)
                 try:
-                    f = fleet_plan([(hpath.stem, host)], m.spec, goals, lambda h, gl, m=m: plan(h, m.spec, gl, m.hints))
+                    f = fleet_plan([(hname, host)], m.spec, goals, lambda h, gl, m=m: plan(h, m.spec, gl, m.hints))
                 except KtwizardError:
                     continue
                 commands = [
@@ -95,30 +106,22 @@ def _cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
                     argv = _server_argv(command, key)
                     assert (f"--api-key={KEY}" in argv) == keyed, f"{fmt}/{name}: the key reaches the server iff keyed"
                     argv = [str(folder) if a.startswith(CONTAINER_MODELS) else a for a in argv]
-                    tag = f"{hpath.stem}/{pid}/{fmt}/{name}/{'keyed' if keyed else 'plain'}"
+                    tag = f"{hname}/{pid}/{fmt}/{name}/{'keyed' if keyed else 'plain'}"
                     cases.append({"id": tag, "argv": argv, "env": {k: str(v) for k, v in env.items()}})
-        by_host[hpath.stem] = (device, cases)
+        by_host[hname] = (device, cases)
     return by_host
 
 
 def _lws_cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
     by_host: dict[str, tuple[dict, list[dict]]] = {}
-    for hpath in sorted((REPO / "assets" / "hosts").glob("*.yaml")):
-        host = load_host(hpath.stem)
-        g = host.gpus.devices[0]
-        cc = [int(x) for x in g.compute_capability.split(".")]
-        device = {"cc": cc, "memory_mib": g.memory_total >> 20, "count": len(host.gpus.devices), "name": g.name}
+    for hname, host, device in _hosts():
         cases: list[dict] = []
         for pid in LWS_PRESETS:
             m = resolve_model(pid, None)
-            folder = tmp / "lws" / pid
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "config.json").write_text(json.dumps(all_presets()[pid].config))
+            folder = _checkpoint(tmp / "lws" / pid, pid)
             goals = Goals(context=16384, weights=str(folder))
             try:
-                f = fleet_plan(
-                    [(hpath.stem, host)] * 16, m.spec, goals, lambda h, gl, m=m: plan(h, m.spec, gl, m.hints)
-                )
+                f = fleet_plan([(hname, host)] * 16, m.spec, goals, lambda h, gl, m=m: plan(h, m.spec, gl, m.hints))
                 docs = k8s_documents(f, multinode=True)
             except KtwizardError:
                 continue  # no GPU-only launch for this model on this class: nothing rendered
@@ -135,8 +138,8 @@ def _lws_cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
                         # the weights volume's mount point holds the checkpoint's config.json
                         args.append(str(folder) if a.startswith(CONTAINER_MODELS) else a)
                     env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
-                    cases.append({"id": f"{hpath.stem}/{pid}/{role}", "argv": args, "env": env})
-        by_host[hpath.stem] = (device, cases)
+                    cases.append({"id": f"{hname}/{pid}/{role}", "argv": args, "env": env})
+        by_host[hname] = (device, cases)
     return by_host
 
 
