@@ -31,9 +31,7 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
     from ktwizard.models.presets import all_presets, get_preset, recipe_for
 
     if model_dir:
-        from ktwizard.models.inspect import inspect_checkpoint
-
-        result = _remote(model_dir) if model_dir.startswith("hf:") else inspect_checkpoint(model_dir)
+        result = inspect_source(model_dir)
         # Presets of the same class and size, found from their config alone:
         # building every preset's spec is the slow part.
         same = [p for p in all_presets().values() if _shape(p.config) == (result.spec.architecture, result.spec.hidden)]
@@ -56,6 +54,13 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         p = get_preset(preset)
         return ModelChoice(p.spec(), p.sglang, recipe_for(p.id))
     raise BadInput("name a model: --preset ID (ktwizard presets lists them) or --model DIR (a checkpoint folder)")
+
+
+def inspect_source(text: str) -> Any:
+    """A checkpoint folder, or hf:ORG/NAME[@REV] read from the Hub's headers before downloading (CLI and wizard)."""
+    from ktwizard.models.inspect import inspect_checkpoint
+
+    return _remote(text) if text.startswith("hf:") else inspect_checkpoint(text)
 
 
 def _remote(ref: str) -> Any:

@@ -30,13 +30,13 @@ def make_room(opts: LaunchOptions, out: TextIO = sys.stderr) -> None:
     its log truncated): refuse, or stop it first with --yes. A container of the name is the engine's to refuse
     (docker_proc.check_name); a record whose server is gone is simply replaced."""
     from ktwizard.deploy import records
-    from ktwizard.deploy.procid import running_as_recorded
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
 
     rec = records.load(opts.name)
     if rec is None:
         return
     if rec.kind == "native":
-        alive = rec.pid is not None and running_as_recorded(rec.pid, rec.pid_start)
+        alive = rec.pid is not None and running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, opts.name))
         what = f"natively (process group {rec.pid}) at {rec.url}"
     else:
         alive, what = opts.native, f"in its container at {rec.url}"  # a container is checked by the engine

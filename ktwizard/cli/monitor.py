@@ -11,11 +11,11 @@ from ktwizard.errors import BadInput
 
 def native_of(rec) -> tuple[str | None, int | None]:
     """(log file, process group) of a native deployment's record, else (None, None)."""
-    from ktwizard.deploy.procid import running_as_recorded
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
 
     if rec is None or rec.kind != "native":
         return None, None
-    return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start) else None
+    return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, rec.name)) else None
 
 
 def planned(found) -> dict[int, int] | None:

@@ -217,3 +217,28 @@ def test_a_profile_with_no_usable_core_does_not_plan(tmp_path):
     path.write_text(json.dumps(data))
     out = _cli(tmp_path, "plan", "--profile", str(path))
     assert out.returncode == 2 and "usable cores" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_ps_does_not_call_a_reused_pid_running(tmp_path):
+    """A record without a start time (an old or hand-edited one) whose PID now names another program."""
+    other = _server(None)
+    try:
+        _record(tmp_path, "srv", other.pid, None)
+        out = _cli(tmp_path, "ps")
+        line = next((x for x in out.stdout.splitlines() + out.stderr.splitlines() if "srv" in x), "")
+        assert "gone" in line and "running" not in line, out.stdout + out.stderr
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_ps_calls_a_labelled_server_without_a_start_time_running(tmp_path):
+    server = _server("srv")
+    try:
+        _record(tmp_path, "srv", server.pid, None)
+        out = _cli(tmp_path, "ps")
+        line = next((x for x in out.stdout.splitlines() + out.stderr.splitlines() if "srv" in x), "")
+        assert "running" in line, out.stdout + out.stderr
+    finally:
+        server.kill()
+        server.wait()
