@@ -32,17 +32,23 @@ def get_json(url: str, headers: dict[str, str] | None = None, deadline_s: float 
     with httpx.stream(
         "GET", url, headers=headers_for(url, headers), timeout=httpx.Timeout(min(deadline_s, 10.0))
     ) as resp:
-        body = bytearray()
-        for chunk in resp.iter_raw():
-            body += chunk
-            if len(body) > cap:
-                raise CapExceeded(f"{shown(url)} sent more than {cap >> 10} KiB")
-            if time.monotonic() > end:
-                raise CapExceeded(f"{shown(url)} did not finish answering within {deadline_s:.0f} s")
+        body = _read(resp, url, end, deadline_s, cap)
         status = resp.status_code
     if status in (401, 403):
         raise KtwizardError(f"{shown(url)} wants an API key: give --api-key-file FILE (or set KTWIZARD_API_KEY)")
-    return json.loads(bytes(body))
+    return json.loads(body)
+
+
+def _read(resp: Any, url: str, end: float, deadline_s: float, cap: int) -> bytes:
+    """The body of `resp`, CapExceeded past `cap` bytes or past the monotonic time `end`."""
+    body = bytearray()
+    for chunk in resp.iter_raw():
+        body += chunk
+        if len(body) > cap:
+            raise CapExceeded(f"{shown(url)} sent more than {cap >> 10} KiB")
+        if time.monotonic() > end:
+            raise CapExceeded(f"{shown(url)} did not finish answering within {deadline_s:.0f} s")
+    return bytes(body)
 
 
 def post(http: Any, url: str, body: Any = None, deadline_s: float = 300.0, cap: int = JSON_CAP) -> tuple[int, bytes]:
@@ -50,14 +56,7 @@ def post(http: Any, url: str, body: Any = None, deadline_s: float = 300.0, cap: 
     bytes or `deadline_s` seconds in all (a server that drips one byte a second never trips a read timeout)."""
     end = time.monotonic() + deadline_s
     with http.stream("POST", url, json=body) as resp:
-        data = bytearray()
-        for chunk in resp.iter_raw():
-            data += chunk
-            if len(data) > cap:
-                raise CapExceeded(f"{shown(url)} sent more than {cap >> 10} KiB")
-            if time.monotonic() > end:
-                raise CapExceeded(f"{shown(url)} did not finish answering within {deadline_s:.0f} s")
-        return resp.status_code, bytes(data)
+        return resp.status_code, _read(resp, url, end, deadline_s, cap)
 
 
 async def error_text(resp: Any, cap: int = ERROR_CAP) -> str:

@@ -31,9 +31,7 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
     from ktwizard.models.presets import all_presets, get_preset, recipe_for
 
     if model_dir:
-        from ktwizard.models.inspect import inspect_checkpoint
-
-        result = _remote(model_dir) if model_dir.startswith("hf:") else inspect_checkpoint(model_dir)
+        result = inspect_source(model_dir)
         # Presets of the same class and size, found from their config alone:
         # building every preset's spec is the slow part.
         same = [p for p in all_presets().values() if _shape(p.config) == (result.spec.architecture, result.spec.hidden)]
@@ -56,6 +54,13 @@ def resolve_model(preset: str | None = None, model_dir: str | None = None) -> Mo
         p = get_preset(preset)
         return ModelChoice(p.spec(), p.sglang, recipe_for(p.id))
     raise BadInput("name a model: --preset ID (ktwizard presets lists them) or --model DIR (a checkpoint folder)")
+
+
+def inspect_source(text: str) -> Any:
+    """A checkpoint folder, or hf:ORG/NAME[@REV] read from the Hub's headers before downloading (CLI and wizard)."""
+    from ktwizard.models.inspect import inspect_checkpoint
+
+    return _remote(text) if text.startswith("hf:") else inspect_checkpoint(text)
 
 
 def _remote(ref: str) -> Any:
@@ -323,8 +328,8 @@ def parse_bind(text: str, flag: str = "--bind") -> str:
     import ipaddress
 
     value = text.strip()
-    if value == "localhost":
-        return value
+    if value.lower() == "localhost":  # docker -p and compose take addresses only; the name could also mean ::1
+        return "127.0.0.1"
     if value.startswith("[") and value.endswith("]"):
         value = value[1:-1]
     try:
@@ -344,4 +349,6 @@ def parse_mount_path(text: str, flag: str) -> str:
     value = os.path.abspath(os.path.expanduser(text))
     if any(c in value for c in ":,") or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise BadInput(f"{flag} {text[:120]!r}: a path with ':' ',' or control characters cannot be mounted; rename it")
+    if value == "/":  # /data/.. resolves here: the whole host filesystem in the container (a k8s hostPath of /)
+        raise BadInput(f"{flag} {text[:120]!r} is the root folder '/': give the checkpoint's own folder")
     return value

@@ -17,10 +17,14 @@ ENV = "KTWIZARD_URL_CREDENTIALS"  # {origin: "Basic ..."}, inherited by the per-
 
 
 def _origin(url: str) -> str:
-    p = urlsplit(url)
-    host = p.hostname or ""
+    """scheme://host:port; "" for a URL that has none (a record's URL with port `abc`: no credentials match it)."""
+    try:
+        p = urlsplit(url)
+        host, port = p.hostname or "", p.port
+    except ValueError:
+        return ""
     host = f"[{host}]" if ":" in host else host
-    return f"{p.scheme}://{host}:{p.port or (443 if p.scheme == 'https' else 80)}"
+    return f"{p.scheme}://{host}:{port or (443 if p.scheme == 'https' else 80)}"
 
 
 def _table() -> dict[str, str]:

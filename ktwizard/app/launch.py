@@ -13,7 +13,7 @@ from typing import TextIO
 from ktwizard.deploy.launch import LaunchOptions, ServerProcess
 from ktwizard.deploy.peak import PeakReport
 from ktwizard.deploy.records import Deployment
-from ktwizard.errors import BadInput
+from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.planner.types import Plan
 
 
@@ -30,13 +30,13 @@ def make_room(opts: LaunchOptions, out: TextIO = sys.stderr) -> None:
     its log truncated): refuse, or stop it first with --yes. A container of the name is the engine's to refuse
     (docker_proc.check_name); a record whose server is gone is simply replaced."""
     from ktwizard.deploy import records
-    from ktwizard.deploy.procid import running_as_recorded
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
 
     rec = records.load(opts.name)
     if rec is None:
         return
     if rec.kind == "native":
-        alive = rec.pid is not None and running_as_recorded(rec.pid, rec.pid_start)
+        alive = rec.pid is not None and running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, opts.name))
         what = f"natively (process group {rec.pid}) at {rec.url}"
     else:
         alive, what = opts.native, f"in its container at {rec.url}"  # a container is checked by the engine
@@ -93,7 +93,13 @@ def launch(
     from ktwizard.deploy.runners import start
 
     make_room(opts, out)  # before the lock: --yes stops the running one, which the lock would refuse
-    with launch_lock(opts.name):
+    with contextlib.ExitStack() as claimed:
+        try:  # the lock lives beside the records: a state folder that cannot be written stops the launch here
+            claimed.enter_context(launch_lock(opts.name))
+        except OSError as exc:
+            raise KtwizardError(
+                f"the deployment record could not be written ({exc.strerror or exc}); nothing was started"
+            ) from None
         proc = start(plan, opts, out=out)
         deployment, _ = follow_startup(proc, plan, opts, out=out)
         keep(deployment.name, "plan", plan, out)

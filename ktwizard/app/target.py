@@ -63,8 +63,11 @@ def resolve(ref: str, with_plan: bool = True) -> Target:
     check_name(ref)
     rec = records.load(ref)
     if rec is not None:
+        from ktwizard.inputs import parse_url
+
+        url = parse_url(rec.url, f"the record of {ref} has the URL")  # a record is a file anyone could edit
         plan = saved_plan(ref) if with_plan else None
-        return Target(rec.url, ref, rec, plan, ref if rec.kind == "docker" else None)
+        return Target(url, ref, rec, plan, ref if rec.kind == "docker" else None)
     from ktwizard.deploy.labels import label_port
 
     port = label_port(container_of(ref).labels)

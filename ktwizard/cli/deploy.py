@@ -157,7 +157,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--peak-check-tokens",
         type=tokens("--peak-check-tokens"),
         metavar="N",
-        help="the peak check's long prompt, such as 64k (default: one full chunk)",
+        help="the peak check's long prompt, such as 64k (default: the plan's binding phase; a prompt too short "
+        "for it fails the check)",
     )
     la.set_defaults(func=cmd_launch)
 

@@ -11,11 +11,11 @@ from ktwizard.errors import BadInput
 
 def native_of(rec) -> tuple[str | None, int | None]:
     """(log file, process group) of a native deployment's record, else (None, None)."""
-    from ktwizard.deploy.procid import running_as_recorded
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
 
     if rec is None or rec.kind != "native":
         return None, None
-    return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start) else None
+    return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, rec.name)) else None
 
 
 def planned(found) -> dict[int, int] | None:
@@ -115,7 +115,16 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
 
     if args.once:
         raise BadInput("--web serves the live dashboard: leave out --once")
-    if args.fleet:
+    if args.replay:  # each tab plays the recording (it was ignored: the tabs watched a live server instead)
+        import os
+
+        from ktwizard.monitor.recording import read_samples
+
+        if args.url or args.container or args.fleet:
+            raise BadInput("--replay plays a recording: give it without --url, --container or --fleet")
+        read_samples(args.replay)  # a bad recording is one line here, not in every tab
+        target = ["--replay", os.path.abspath(args.replay)]
+    elif args.fleet:
         _fleet_record(args.fleet)
         target = ["--fleet", args.fleet]
     else:

@@ -66,6 +66,18 @@ def diagnose(
             "build the image on this class of machine (ktwizard image build) or set KT_KERNEL_CPU_VARIANT to a "
             "variant this CPU runs",
         )
+    if _first(tracker, r"PyTorch 2\.9\.1 & CuDNN Compatibility Issue Detected"):
+        from ktwizard.runtime import multimodal
+
+        found = _first(tracker, r"Current Environment: PyTorch (\S+) \| CuDNN ([\d.]+)")
+        have = f" (cuDNN {found.group(2)} with torch {found.group(1)})" if found else ""
+        return Diagnosis(
+            "cudnn",
+            f"sglang-kt 0.7.2 refused to start this multimodal model on torch 2.9.1 with a cuDNN older than 9.15{have} "
+            "(torch's nn.Conv3d bug; server_args.py:6265-6316)",
+            f"install nvidia-cudnn-cu12=={multimodal.FIX_CUDNN} where the server runs: `ktwizard image build` images "
+            "carry it; for --native, pip install it into that Python",
+        )
     arg = _first(tracker, r"launch_server\.py: error: (.*)")
     if arg:
         return Diagnosis(

@@ -57,7 +57,7 @@ def answers_health(url: str, timeout: float = 5.0) -> bool:
 
     try:
         return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
-    except httpx.HTTPError:
+    except (httpx.HTTPError, httpx.InvalidURL):  # a record's URL with port `abc`: not an HTTPError
         return False
 
 

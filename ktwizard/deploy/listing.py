@@ -86,12 +86,12 @@ def natives() -> list[Running]:
             continue
         if rec is None or rec.kind != "native" or rec.pid is None:
             continue
-        from ktwizard.deploy.procid import running_as_recorded, valid_pid
+        from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded, valid_pid
 
         if not valid_pid(rec.pid):  # a record's PID is input: 2**40 is no process (and no OverflowError)
             out.append(Running(rec.name, "native", "corrupt", "record: not a process id", rec.url, None, None))
             continue
-        alive = running_as_recorded(rec.pid, rec.pid_start)
+        alive = running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, rec.name))
         started = path.stat().st_mtime if alive else None
         out.append(
             Running(

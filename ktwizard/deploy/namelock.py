@@ -21,7 +21,7 @@ def launch_lock(name: str) -> Iterator[None]:
     """Hold the per-name lock for the body; BadInput at once (never a wait) when another launch of `name` holds it
     or a native server recorded under `name` is still running."""
     from ktwizard.deploy import records
-    from ktwizard.deploy.procid import running_as_recorded
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
 
     path = records.STORE.path(name, "").with_suffix(".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,7 +37,11 @@ def launch_lock(name: str) -> Iterator[None]:
             rec = records.load(name)
         except BadInput:
             rec = None  # an unreadable record: the launch replaces it
-        if rec is not None and rec.kind == "native" and running_as_recorded(rec.pid, rec.pid_start):
+        if (
+            rec is not None
+            and rec.kind == "native"
+            and running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, name))
+        ):
             raise BadInput(
                 f"{name} is already running (PID {rec.pid}): ktwizard stop {name} first, or pick another --name"
             )

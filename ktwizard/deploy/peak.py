@@ -270,6 +270,17 @@ def run_peak_check(
             f"GPU {worst} peaked {human(over[worst])} past the plan's margin during the peak check: the server would "
             f"run out of memory on long prompts; use {_fix(plan, budgets, over)}"
         )
+    binding = steps_for(plan)[-1]
+    driven = steps[-1] if steps else None
+    if tokens is not None and driven is not None and (driven.tokens < binding.tokens or binding.riders):
+        # --peak-check-tokens asked for less than the plan's longest-prompt phase holds: what was measured says
+        # nothing about that phase, so there is no verdict to give and no room to offer
+        _remove(proc, opts, deployment, out)
+        raise PeakCheckIncomplete(
+            f"the peak check did not reach the plan's longest prompt phase: {driven.tokens} tokens were sent, the "
+            f"phase needs {binding.label()}; the server was removed: relaunch without --peak-check-tokens, or with "
+            "--no-peak-check to skip the check"
+        )
     if plan.flag("--kt-gpu-prefill-token-threshold") is not None and not any(s.layerwise_seen for s in steps):
         print(
             "  note: the log showed no 'KT layerwise prefill' line; the layerwise layer may not have been built",

@@ -42,12 +42,17 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
-def running_as_recorded(pid: int | None, start: int | None) -> bool:
-    """The recorded process is alive and is still the one recorded (same start time, when the record has one)."""
+def running_as_recorded(pid: int | None, start: int | None, label: tuple[str, str] | None = None) -> bool:
+    """The recorded process is alive and is still the one recorded: the same start time, or, for a record without
+    one, carrying `label` when given (a reused PID names some other program)."""
     if pid is None or not valid_pid(pid):
         return False
     now = start_ticks(pid)
-    return now is not None and (start is None or now == start)
+    if now is None:
+        return False
+    if start is not None:
+        return now == start
+    return label is None or pid in labelled(*label)
 
 
 def _pgid(pid: int) -> int | None:

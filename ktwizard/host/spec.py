@@ -140,6 +140,9 @@ def check_saved_host(h: HostProfile, where: str) -> HostProfile:
         f"{len(h.gpus.devices)} GPUs" if len(h.gpus.devices) > 1024 else "",
         f"{len(h.cpu.threads)} CPU threads" if len(h.cpu.threads) > 65536 else "",
         f"{len(h.numa_nodes)} NUMA nodes" if len(h.numa_nodes) > 1024 else "",
+        # no usable core (threads none of which is a usable CPU, an empty CPU list): nothing runs the CPU experts
+        f"{h.cpu.usable_physical_cores} usable cores" if h.cpu.usable_physical_cores < 1 else "",
+        f"CPU quota {h.cpu.cpu_quota}" if h.cpu.cpu_quota is not None and not 0 < h.cpu.cpu_quota <= 65536 else "",
         *(f"GPU {g.index} memory {g.memory_total}" for g in h.gpus.devices if not 0 < g.memory_total <= 2**44),
     ]
     bad = [p for p in problems if p]

@@ -77,7 +77,7 @@ class RouterSampler:
                 for w in listed
                 if isinstance(w, dict) and "url" in w
             }
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested without end
             return RouterSample(up=False, error=f"router {self.url}/workers is not the router's JSON")
         total = None
         try:

@@ -132,14 +132,17 @@ def build_flags(
             )
         )
         if choice.method != "MXFP4" and goals.placement != "frequency":
-            # With frequency placement the update would replace the placed experts after the first long prefill
-            # (kt_ep_wrapper.py:4889-4925), so what `placement show` and the forecast describe would be gone
+            # After each layerwise prefill the update makes each layer's GPU experts that batch's most-routed ones
+            # (kt_ep_wrapper.py:5855-5862 -> _update_gpu_experts_from_batch :6051, select_top_experts_from_batch
+            # :4842, copy_experts_weights_int4 :4889): with frequency placement what `placement show` and the
+            # forecast describe would be gone after the first long prompt
             f.append(
                 Flag(
                     "--kt-enable-dynamic-expert-update",
                     True,
-                    "re-pick each layer's GPU experts from long prefills' routing; "
-                    "helps most at low GPU-expert ratios (KT experts-scheduling benchmark)",
+                    "after each prefill over the threshold, each layer's GPU experts become that prompt's most-routed "
+                    "ones (kt_ep_wrapper.py:5855-5862); helps most at low GPU-expert ratios (KT experts-scheduling "
+                    "benchmark)",
                 )
             )
     f += [

@@ -167,6 +167,10 @@ def table_text(plan: Plan, explain: bool = False) -> str:
                     + (f" — live in {', '.join(i.live)}" if i.live else ""),
                     "  ",
                 )
+            if b.margin_parts:
+                out.append("Kept free (each estimate's uncertainty, docs/memory.md):")
+                for name, n, why in b.margin_parts:
+                    out += wrap(f"{name} {human(n)}: {why}", "  ")
         for h in plan.host_budgets[:1]:
             for i in h.items:
                 out += wrap(f"{i.name}: {i.why}", "  ")

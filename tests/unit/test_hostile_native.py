@@ -176,3 +176,69 @@ def test_a_malformed_url_never_echoes_its_password(tmp_path, url):
     out = _cli(tmp_path, "monitor", "--url", url, "--once", "--no-gpu", timeout=30)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert "s3cr3t" not in out.stderr + out.stdout, out.stderr
+
+
+# --- still open from pass 4 ---
+
+
+def test_plan_bind_localhost_renders_an_address(tmp_path):
+    out = _cli(tmp_path, "plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--bind",
+               "localhost", "--format", "docker")  # fmt: skip
+    assert out.returncode == 0 and "-p 127.0.0.1:" in out.stdout and "localhost:" not in out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("fmt", [["fleet", "plan", "--format", "k8s"], ["plan", "--format", "docker"]])
+def test_weights_that_resolve_to_the_root_are_refused(tmp_path, fmt):
+    out = _cli(tmp_path, *fmt[:-2], "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", *fmt[-2:],
+               "--weights", "/data/..")  # fmt: skip
+    assert out.returncode == 2 and "root folder" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_replay_with_web_plays_the_recording(tmp_path):
+    bad = tmp_path / "rec.jsonl"
+    bad.write_text("{oops\n")
+    out = _cli(tmp_path, "monitor", "--replay", str(bad), "--web", "--web-port", "1", timeout=30)
+    assert out.returncode == 2 and "--replay" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_profile_with_no_usable_core_does_not_plan(tmp_path):
+    import dataclasses
+    import json
+
+    from ktwizard.host.spec import load_host
+    from ktwizard.planner.types import Goals
+    from ktwizard.profiles import Profile
+    from ktwizard.serial import dump_json
+
+    host = load_host("rtx-pro-6000-epyc-9355")
+    host = dataclasses.replace(host, cpu=dataclasses.replace(host.cpu, usable_cpus=(), online_cpus=()))
+    data = json.loads(dump_json(Profile("p", host, "kimi-k2.7-code", None, Goals())))
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    out = _cli(tmp_path, "plan", "--profile", str(path))
+    assert out.returncode == 2 and "usable cores" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_ps_does_not_call_a_reused_pid_running(tmp_path):
+    """A record without a start time (an old or hand-edited one) whose PID now names another program."""
+    other = _server(None)
+    try:
+        _record(tmp_path, "srv", other.pid, None)
+        out = _cli(tmp_path, "ps")
+        line = next((x for x in out.stdout.splitlines() + out.stderr.splitlines() if "srv" in x), "")
+        assert "gone" in line and "running" not in line, out.stdout + out.stderr
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_ps_calls_a_labelled_server_without_a_start_time_running(tmp_path):
+    server = _server("srv")
+    try:
+        _record(tmp_path, "srv", server.pid, None)
+        out = _cli(tmp_path, "ps")
+        line = next((x for x in out.stdout.splitlines() + out.stderr.splitlines() if "srv" in x), "")
+        assert "running" in line, out.stdout + out.stderr
+    finally:
+        server.kill()
+        server.wait()

@@ -99,3 +99,67 @@ def test_placement_record_reads_answers_with_a_cap_and_a_deadline(server, tmp_pa
     Server.mode = mode
     _run(tmp_path, "placement", "record", server, "--recorder-dir", str(tmp_path), "--requests", "1",
          "--timeout", "5", deadline=25)  # fmt: skip
+
+
+CHUNKS = [
+    {"choices": "x"},
+    {"choices": [None]},
+    {"choices": [{"delta": "x"}]},
+    {"choices": [{"delta": {"content": 5}}]},
+    {"choices": [{"delta": {"content": "hi"}}], "usage": "x"},
+    {"choices": [], "usage": {"prompt_tokens": "many", "completion_tokens": [1]}},
+    {"choices": [], "usage": {"prompt_tokens_details": "x", "completion_tokens": 1, "prompt_tokens": 1}},
+    [1, 2],
+]
+
+
+@pytest.mark.parametrize("chunk", CHUNKS, ids=[json.dumps(c)[:40] for c in CHUNKS])
+@pytest.mark.parametrize("command", ["chat", "bench"])
+def test_chat_and_bench_on_wrong_json_types(server, tmp_path, chunk, command):
+    Server.mode = "chat-types:" + json.dumps(chunk)
+    bench = ["bench", "--url", server, "--model", "m", "--contexts", "1k", "--concurrency", "1", "--max-seconds", "10"]
+    argv = ["chat", server, "--model", "m", "--max-seconds", "10"] if command == "chat" else bench
+    env = {**os.environ, "NO_COLOR": "1", "XDG_STATE_HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path)}
+    out, took = run_capped(*argv, env=env, timeout=25, memory=1 << 30)
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.returncode in (0, 1), out.stderr[-1000:]
+
+
+def _fleet(tmp_path, server: str, replica_url: str | None = None) -> None:
+    folder = tmp_path / "state" / "ktwizard" / "fleets"
+    folder.mkdir(parents=True, exist_ok=True)
+    router = {"kind": "native", "url": server, "metrics_url": server}
+    rep = {"name": "f-0", "url": replica_url or server, "host": "h"}
+    rec = {"name": "f", "model": "m", "policy": "cache_aware", "router": router, "replicas": [rep]}
+    (folder / "f.json").write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize("mode", ["nested-workers", "port-abc", "drip-replica"])
+def test_fleet_status_on_a_hostile_router_or_replica(server, tmp_path, mode):
+    Server.mode = mode
+    _fleet(tmp_path, server)
+    env = {**os.environ, "NO_COLOR": "1", "XDG_STATE_HOME": str(tmp_path / "state")}
+    out, took = run_capped("fleet", "status", "f", env=env, timeout=20, memory=1 << 30)
+    assert "Traceback" not in out.stderr and took < 20, out.stderr[-2000:]
+    assert out.returncode in (0, 1), out.stderr[-1000:]
+
+
+def test_fleet_status_on_a_record_whose_replica_port_is_abc(server, tmp_path):
+    Server.mode = ""
+    _fleet(tmp_path, server, replica_url="http://127.0.0.1:abc")
+    env = {**os.environ, "NO_COLOR": "1", "XDG_STATE_HOME": str(tmp_path / "state")}
+    out, took = run_capped("fleet", "status", "f", env=env, timeout=20, memory=1 << 30)
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.returncode in (0, 1, 2), out.stderr[-1000:]
+
+
+def test_a_deployment_record_whose_url_port_is_abc(tmp_path):
+    folder = tmp_path / "state" / "ktwizard" / "deployments"
+    folder.mkdir(parents=True)
+    rec = {"name": "d", "kind": "docker", "url": "http://127.0.0.1:abc", "plan_digest": "x", "model": "m"}
+    (folder / "d.json").write_text(json.dumps(rec))
+    env = {**os.environ, "NO_COLOR": "1", "XDG_STATE_HOME": str(tmp_path / "state"),
+           "DOCKER_HOST": "unix:///nonexistent.sock"}  # fmt: skip
+    for argv in (["monitor", "d", "--once", "--no-gpu"], ["chat", "d"], ["ps"]):
+        out, took = run_capped(*argv, env=env, timeout=20, memory=1 << 30)
+        assert "Traceback" not in out.stderr and took < 20, (argv, out.stderr[-2000:])

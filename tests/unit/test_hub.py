@@ -143,3 +143,13 @@ def test_no_network_and_offline_say_so_in_one_line(hub):
     for out, words in ((closed, "cannot reach the Hub"), (offline, "HF_HUB_OFFLINE")):
         assert out.returncode == 1 and words in out.stderr, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_the_wizard_and_the_cli_read_the_hub_alike(hub, monkeypatch):
+    """The wizard's Inspect button and --model share inputs.inspect_source: the spec equals the preset's."""
+    from ktwizard.inputs import inspect_source
+
+    monkeypatch.setenv("HF_ENDPOINT", hub)
+    r = inspect_source("hf:acme/DeepSeek-V2-Lite")
+    assert r.spec == get_preset("deepseek-v2-lite").spec() and r.spec.exact
+    assert r.spec.revision == SHA and r.spec.repos == ("acme/DeepSeek-V2-Lite",) and r.spec.download_bytes > 30e9

@@ -57,3 +57,24 @@ def test_a_multimodal_model_on_torchs_own_cudnn_is_refused_before_launch(tmp_pat
 )
 def test_what_the_runtime_starts_is_not_refused(tmp_path, preset, torch, cudnn, extra):
     check_cudnn(_plan(preset), sys.executable, _env(tmp_path, torch, cudnn, **extra))
+
+
+def test_a_launch_the_runtime_refused_for_its_cudnn_is_explained():
+    """The lines check_torch_2_9_1_cudnn_compatibility raises (server_args.py:6298-6315: its RuntimeError message,
+    colour codes included), as the server's log carries them after the traceback."""
+    from ktwizard.deploy.diagnose import diagnose
+    from ktwizard.deploy.phases import StartupTracker
+
+    tracker = StartupTracker()
+    for line in (
+        "Traceback (most recent call last):",
+        "RuntimeError: \x1b[91m\x1b[1mCRITICAL WARNING: PyTorch 2.9.1 & CuDNN Compatibility Issue Detected",
+        "-" * 80,
+        "Current Environment: PyTorch 2.9.1+cu128 | CuDNN 9.10",
+        "Solution:  You MUST upgrade CuDNN to version 9.15+ to ensure correctness.",
+        "    pip install nvidia-cudnn-cu12==9.16.0.29",
+    ):
+        tracker.feed(line)
+    d = diagnose(1, False, tracker)
+    assert d.kind == "cudnn"
+    assert "cuDNN 9.10 with torch 2.9.1+cu128" in d.cause and "nvidia-cudnn-cu12==9.16.0.29" in d.fix

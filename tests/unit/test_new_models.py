@@ -215,3 +215,11 @@ def test_a_qwen3_5_checkpoint_reads_as_the_runtime_names_its_tensors(tmp_path):
     assert r.spec.routed_bytes == experts and r.spec.expert_bytes_native == 3 * I * H * 2
     mtp = sum(nbytes(d, s) for n, d, s in t if n.startswith("mtp."))
     assert r.spec.mtp_bytes == mtp and r.spec.bytes_by_group["vision"] == nbytes("BF16", (8, 8))
+
+
+def test_served_but_unsized_architectures_say_whose_gap_it_is():
+    from ktwizard.errors import BadInput
+    from ktwizard.models.config import parse_config
+
+    with pytest.raises(BadInput, match="runs on sglang-kt 0.7.2, but ktwizard cannot size"):
+        parse_config({"architectures": ["DeepseekV4ForCausalLM"], "num_hidden_layers": 43}, "config.json")

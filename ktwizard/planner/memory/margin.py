@@ -38,7 +38,7 @@ def parts(items: tuple[BudgetItem, ...] | list[BudgetItem], binding: tuple[Budge
         MarginPart(
             "lazily loaded kernel modules",
             C.LAZY_KERNEL_MODULES,
-            "CUDA modules loaded on first use, outside torch's allocator: unmeasured (runtime-memory-audit-3 §8)",
+            "CUDA modules loaded on first use, outside torch's allocator: not measured yet (an estimate)",
         )
     ]
     alive = {id(i) for i in binding}

@@ -67,52 +67,32 @@ class LaunchScreen(Step):
     @work(thread=True, exclusive=True)
     def action_routing(self) -> None:
         """A short decode measurement, then routing recorded on the running server, then the placement verdict."""
-        import time
-
-        from ktwizard.bench.routing import builtin_requests, decode_rate, placement_dir, record
-        from ktwizard.planner.placement import placement_report
+        from ktwizard.app.placement import record_routing
 
         state = cast(WizardHost, self.app).state
         d, plan = state.launched, self.launched_plan
         if d is None or plan is None or not plan.goals.record_routing:
             self._log("routing: nothing launched with the recorder on")
             return
-        headers = self._headers()
         try:
-            state.rate_before = decode_rate(d.url, headers)
-            self._log(f"decode: {state.rate_before:.1f} tok/s for one stream ({plan.goals.placement} placement)")
-            keep = placement_dir() / plan.model.id / time.strftime("%Y-%m-%d-%H%M%S.pt")
-            counts = record(d.url, headers, plan.goals.record_routing, builtin_requests(8), keep)
-            report = placement_report(counts, state.model().spec, plan.gpu_experts, str(keep))
+            done = record_routing(d.url, self._headers(), plan, state.model())
         except KtwizardError as exc:
             self._log(f"routing: {exc.message}")
             return
-        state.routing = str(keep)
-        if report.frequency > 1.2 * report.uniform:
-            self._log(
-                f"routing is skewed: frequency placement serves {report.frequency:.0%} of expert calls on the GPU "
-                f"instead of {report.uniform:.0%}; f relaunches with it ({keep})"
-            )
-        else:
-            self._log(f"routing is even: frequency {report.frequency:.0%} vs uniform {report.uniform:.0%} on the GPU")
+        state.rate_before, state.routing = done.rate_before, done.path
+        self._log(f"decode: {done.rate_before:.1f} tok/s for one stream ({plan.goals.placement} placement)")
+        self._log(done.verdict)
         self.app.call_from_thread(self.refresh_bindings)
 
     def action_frequency(self) -> None:
         """Stop the server and launch it again with frequency placement from the recording; bench it again."""
-        from dataclasses import replace
-
-        from ktwizard.inputs import routing_counts
-        from ktwizard.planner.core import plan as make
+        from ktwizard.app.placement import frequency_plan
 
         state = cast(WizardHost, self.app).state
         if state.routing is None or state.launched is None:
             return
-        model = state.model()
-        base = self.launched_plan or self.plan
-        goals = replace(base.goals, placement="frequency", expert_stats=state.routing)
         try:  # the recording is read and checked against the model as the command line does
-            routing = routing_counts(goals, model.spec)
-            state.plan = make(self.host, model.spec, goals, model.hints, model.recipe, routing=routing)
+            state.plan = frequency_plan(self.host, state.model(), self.launched_plan or self.plan, state.routing)
         except KtwizardError as exc:
             self.notify(exc.message, severity="error")
             return
@@ -345,11 +325,10 @@ class LaunchScreen(Step):
         cast(WizardHost, self.app).state.launched = deployment
         self.launched_plan = plan  # what runs now: b records with its recorder folder, f relaunches from it
         if before is not None:  # a relaunch to compare: the same measurement as before it
-            from ktwizard.bench.routing import decode_rate
+            from ktwizard.app.placement import compare
 
             try:
-                after = decode_rate(deployment.url, self._headers())
-                out.write(f"decode before {before:.1f} tok/s, after {after:.1f} tok/s ({plan.goals.placement})\n")
+                out.write(compare(deployment.url, self._headers(), before, plan.goals.placement) + "\n")
             except KtwizardError as exc:
                 out.write(f"decode after the relaunch: {exc.message}\n")
         from textual.worker import get_current_worker

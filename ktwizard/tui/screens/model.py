@@ -106,11 +106,11 @@ class ModelScreen(Step):
     @on(Button.Pressed, "#inspect")
     @work(thread=True, exclusive=True)
     def inspect(self) -> None:
-        from ktwizard.models.inspect import inspect_checkpoint
+        from ktwizard.inputs import inspect_source
 
         folder = self.query_one("#model-dir", Input).value.strip()
         try:
-            result = inspect_checkpoint(folder)
+            result = inspect_source(folder)  # a folder, or hf:ORG/NAME read before downloading
             msg = Text(
                 f"{result.spec.architecture}: {result.files} files, {result.tensors} tensors, exact bytes\n"
                 + "\n".join(result.notes)
@@ -122,7 +122,8 @@ class ModelScreen(Step):
 
     def action_next(self) -> None:
         # an inspected checkpoint folder is the weights the server loads, unless another folder is given
-        weights = self.query_one("#weights", Input).value.strip() or self.state.model_dir or self.state.goals.weights
+        local = self.state.model_dir if self.state.model_dir and not self.state.model_dir.startswith("hf:") else None
+        weights = self.query_one("#weights", Input).value.strip() or local or self.state.goals.weights
         self.state.goals = replace(self.state.goals, weights=weights)
         if self.state.preset or self.state.model_dir:
             from ktwizard.tui.screens.plan import PlanScreen  # the next step loads when it is reached
