@@ -11,12 +11,16 @@ from ktwizard.fleet.k8s_parts import (
     GPU_TOLERATIONS,
     GROUP,
     HOST_CLASS,
+    SECRET_KEY_FILE,
     START_UP_S,
     dns_name,
     fleet_labels,
     http_probe,
+    keyed,
     namespace,
     node_placement,
+    secret_name,  # noqa: F401 - the CLI names the Secret through this module
+    secret_volume,
     slug,
     weight_volumes,
 )
@@ -36,22 +40,8 @@ from ktwizard.planner.types import Plan
 from ktwizard.render.args import container_argv
 from ktwizard.render.docker import DEFAULT_IMAGE
 
-SECRET_DIR = "/run/secrets/ktwizard"  # the Secret's volume: its key `api-key` is the file the launchers read
-SECRET_KEY_FILE = f"{SECRET_DIR}/api-key"
-
-
-def secret_name(fleet: FleetPlan) -> str:
-    """The Secret holding the API key: made by the user from their key file (the key is never in a manifest)."""
-    return dns_name(f"{fleet.name}-api-key")
-
-
-def _keyed(fleet: FleetPlan) -> bool:
-    return any(r.plan.goals.api_key_file for r in fleet.replicas)
-
-
-def _secret_volume(fleet: FleetPlan) -> tuple[dict, dict]:
-    volume = {"name": "api-key", "secret": {"secretName": secret_name(fleet), "defaultMode": 0o400}}
-    return volume, {"name": "api-key", "mountPath": SECRET_DIR, "readOnly": True}
+# The Secret helpers live in k8s_parts (the multi-node launch uses them too); these names are kept for callers.
+_keyed, _secret_volume = keyed, secret_volume
 
 
 def _worker_container(plan: Plan, image: str, port: int, mounts: list[dict]) -> dict:

@@ -9,11 +9,14 @@ from ktwizard.fleet.k8s_parts import (
     DIST_PORT,
     GPU_TOLERATIONS,
     GROUP,
+    SECRET_KEY_FILE,
     START_UP_S,
     fleet_labels,
     http_probe,
+    keyed,
     namespace,
     node_placement,
+    secret_volume,
     slug,
     weight_volumes,
 )
@@ -61,12 +64,20 @@ def lws_documents(fleet: FleetPlan, m: MultiNode, machines: int, image: str, wei
     ns = namespace(fleet)
     labels = fleet_labels(fleet, "multinode", name)
     vols, mounts = weight_volumes(m.plan, weights_claim)
+    command = ["python3", "-m", "sglang.launch_server"]
+    if keyed(fleet):
+        # a keyed fleet's API stays keyed: the launcher reads the Secret's file and adds --api-key inside the process
+        from ktwizard.apikey import LAUNCHER
+
+        volume, mount = secret_volume(fleet)
+        vols, mounts = [*vols, volume], [*mounts, mount]
+        command = ["python3", "-c", LAUNCHER, SECRET_KEY_FILE]
     port = fleet.router_port
     container = {
         "name": "sglang",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["python3", "-m", "sglang.launch_server"],
+        "command": command,
         "args": _lws_args(m.plan, port),
         "resources": server_resources(m.plan, m.gpus_per_node, kt=False),
         "securityContext": server_security(),

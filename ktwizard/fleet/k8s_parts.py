@@ -100,3 +100,21 @@ def node_placement(workload: str, nodes: list[str] | None, host_class: str) -> d
             ]
         },
     }
+
+
+SECRET_DIR = "/run/secrets/ktwizard"  # the Secret's volume: its key `api-key` is the file the launchers read
+SECRET_KEY_FILE = f"{SECRET_DIR}/api-key"
+
+
+def secret_name(fleet: FleetPlan) -> str:
+    """The Secret holding the API key: made by the user from their key file (the key is never in a manifest)."""
+    return dns_name(f"{fleet.name}-api-key")
+
+
+def keyed(fleet: FleetPlan) -> bool:
+    return any(r.plan.goals.api_key_file for r in fleet.replicas)
+
+
+def secret_volume(fleet: FleetPlan) -> tuple[dict, dict]:
+    volume = {"name": "api-key", "secret": {"secretName": secret_name(fleet), "defaultMode": 0o400}}
+    return volume, {"name": "api-key", "mountPath": SECRET_DIR, "readOnly": True}

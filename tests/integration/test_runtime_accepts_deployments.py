@@ -113,13 +113,16 @@ def _cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
 
 
 def _lws_cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
+    key = tmp / "lws-key"
+    key.write_text(KEY + "\n")
+    key.chmod(0o600)
     by_host: dict[str, tuple[dict, list[dict]]] = {}
     for hname, host, device in _hosts():
         cases: list[dict] = []
-        for pid in LWS_PRESETS:
+        for pid, keyed in ((pid, keyed) for pid in LWS_PRESETS for keyed in (False, True)):
             m = resolve_model(pid, None)
             folder = _checkpoint(tmp / "lws" / pid, pid)
-            goals = Goals(context=16384, weights=str(folder))
+            goals = Goals(context=16384, weights=str(folder), api_key_file=str(key) if keyed else None)
             try:
                 f = fleet_plan([(hname, host)] * 16, m.spec, goals, lambda h, gl, m=m: plan(h, m.spec, gl, m.hints))
                 docs = k8s_documents(f, multinode=True)
@@ -131,14 +134,17 @@ def _lws_cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
                     (c,) = lwt[role]["spec"]["containers"]
                     subs = {"$(LWS_GROUP_SIZE)": str(lwt["size"]), "$(LWS_WORKER_INDEX)": str(index),
                             "$(LWS_LEADER_ADDRESS)": LEADER}  # fmt: skip
+                    argv = _server_argv([*c["command"], *c["args"]], key)
+                    assert (f"--api-key={KEY}" in argv) == keyed, f"{hname}/{pid}/{role}: the key iff keyed"
                     args = []
-                    for a in c["args"]:
+                    for a in argv:
                         for k, v in subs.items():
                             a = a.replace(k, v)
                         # the weights volume's mount point holds the checkpoint's config.json
                         args.append(str(folder) if a.startswith(CONTAINER_MODELS) else a)
                     env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
-                    cases.append({"id": f"{hname}/{pid}/{role}", "argv": args, "env": env})
+                    tag = f"{hname}/{pid}/{role}/{'keyed' if keyed else 'plain'}"
+                    cases.append({"id": tag, "argv": args, "env": env})
         by_host[hname] = (device, cases)
     return by_host
 
