@@ -349,6 +349,6 @@ def parse_mount_path(text: str, flag: str) -> str:
     value = os.path.abspath(os.path.expanduser(text))
     if any(c in value for c in ":,") or any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise BadInput(f"{flag} {text[:120]!r}: a path with ':' ',' or control characters cannot be mounted; rename it")
-    if value == "/":  # /data/.. resolves here: the whole host filesystem in the container (a k8s hostPath of /)
+    if not value.strip("/"):  # /data/.. (or "//", kept by POSIX): the host's whole filesystem in the container
         raise BadInput(f"{flag} {text[:120]!r} is the root folder '/': give the checkpoint's own folder")
     return value

@@ -193,6 +193,7 @@ CASES: list[tuple[list[str], int]] = [
     (LAUNCH + ["--timeout", "x"], 2),
     (LAUNCH + ["--peak-check-tokens", "-5"], 2),
     (LAUNCH + ["--weights", "/no/such/weights"], 2),
+    *[(PLAN + ["--weights", v], 2) for v in ("/data/..", "/", "//")],  # the host's root mounted: refused (pass 5)
     (LAUNCH + ["--context", "262144", "--concurrency", "8"], 3),
     (["launch"], 2),
     # --- stop / logs ---
@@ -206,6 +207,7 @@ CASES: list[tuple[list[str], int]] = [
         for v in ("nan", "0", "-1", "inf", "x", "99999")
     ],
     *[(["monitor", "--url", v, "--once"], 2) for v in ("not-a-url", "ftp://x", "http://", "http://h:99999", "")],
+    *[(["monitor", "--url", v, "--once"], 2) for v in ("http://[::1:9", "http://h:abc", "u:p@h:1", "http://u:p w@h")],
     (["monitor", "--url", "http://127.0.0.1:9", "--json"], 2),
     (["monitor", "--url", "http://127.0.0.1:9", "--once", "--json", "--no-gpu", "--interval", "0.1"], 1),
     (["monitor", "--url", "http://127.0.0.1:9", "--no-gpu"], 2),  # no terminal
