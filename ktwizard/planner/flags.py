@@ -73,6 +73,12 @@ def build_flags(
     f += [
         Flag("--sleep-on-idle", True, "stop busy-polling when idle: kt-kernel shares these cores"),
         Flag("--enable-metrics", True, "Prometheus /metrics for ktwizard monitor"),
+        Flag(
+            "--enable-cache-report",
+            True,
+            "answers say how many prompt tokens the prefix cache served (usage_processor.py:13-37), so `ktwizard "
+            "bench` never reports a cache hit as prefill speed",
+        ),
         Flag("--kt-cpuinfer", threads.cpuinfer, threads.why),
         Flag(
             "--kt-threadpool-count",

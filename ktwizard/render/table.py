@@ -169,8 +169,8 @@ def table_text(plan: Plan, explain: bool = False) -> str:
                 )
             if b.margin_parts:
                 out.append("Kept free (each estimate's uncertainty, docs/memory.md):")
-                for name, n, why in b.margin_parts:
-                    out += wrap(f"{name} {human(n)}: {why}", "  ")
+                for name, size, why in b.margin_parts:
+                    out += wrap(f"{name} {human(size)}: {why}", "  ")
         for h in plan.host_budgets[:1]:
             for i in h.items:
                 out += wrap(f"{i.name}: {i.why}", "  ")
