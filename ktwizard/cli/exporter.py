@@ -31,11 +31,12 @@ def cmd_exporter(args: argparse.Namespace) -> int:
     if args.plan:
         plan = Plan.load(read_structured(Path(args.plan)), args.plan)
     if name:
+        from ktwizard.app.target import saved_plan
         from ktwizard.deploy.records import load_extra
 
-        if plan is None and (kept := load_extra(name, "plan")) is not None:
-            try:
-                plan = Plan.load(kept, f"the plan kept for {name}")
+        if plan is None:
+            try:  # the plan its launch kept, read the one way every command reads it
+                plan = saved_plan(name)
             except BadInput as exc:  # another version's plan: export without it rather than not at all
                 print(f"warning: {exc.message}; exporting without the plan", file=sys.stderr)
         peak = load_extra(name, "peak")

@@ -76,7 +76,7 @@ def rendered(app, id_: str) -> str:
 
 
 def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, state_home, monkeypatch):
-    """The runner "native" on the Launch step (what "auto" picks without an engine) starts the stand-in as
+    """Without a Docker engine the Launch step's runner ("auto", the default) starts the stand-in natively, as
     `launch --native` does, through the same workflow: the plan (with its recorder folder) and the peak check's
     report are kept beside the record, so `chat NAME` and `placement record NAME` find what they need (the old
     wizard launched through Docker only and kept neither)."""
@@ -89,6 +89,7 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
     from ktwizard.tui.monitor_app import MonitorScreen
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests" / "standin"), os.environ["PYTHONPATH"]]))
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # no engine: "auto" launches natively
     port = free_port()
     name = f"ktw-wiznat-{port}"
 
@@ -102,7 +103,6 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             s.query_one("#name").value = name
             s.query_one("#port").value = str(port)
             s.query_one("#gpu-mode").value = "none"
-            s.query_one("#runner").value = "native"
             s.query_one("#env").value = "STANDIN_STEP_S=0.05"
             s.query_one("#formats").focus()
             await pilot.press("l")
@@ -112,7 +112,10 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
                 await pilot.pause(0.1)
                 if isinstance(app.screen, MonitorScreen):
                     break
-            assert isinstance(app.screen, MonitorScreen), [str(x.text) for x in s.query_one("#launch-log").lines]
+            logged = [str(x.text) for x in s.query_one("#launch-log").lines]
+            assert isinstance(app.screen, MonitorScreen), logged
+            said = " ".join(" ".join(logged).split())  # the log wraps its lines
+            assert "no Docker engine here" in said and "launching natively" in said, logged
             await pilot.press("q")
             await pilot.pause()
 
