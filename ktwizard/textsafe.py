@@ -18,7 +18,7 @@ _ESCAPES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]?"
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 )
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@?#]*@")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s?#]*@")  # to the LAST @: a password may hold @
 
 
 def printable(text: str, newlines: bool = True) -> str:

@@ -54,7 +54,7 @@ class _Sealed:
 @dataclass(frozen=True)
 class _Storage(_Sealed):
     code: str
-    data: bytes
+    data: bytes | bytearray
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _natural(n: object) -> bool:
 
 
 class _Unpickler(pickle.Unpickler):
-    def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, where: str) -> None:
+    def __init__(self, data: bytes | bytearray, archive: zipfile.ZipFile, prefix: str, where: str) -> None:
         super().__init__(io.BytesIO(data))
         self.archive, self.prefix, self.where = archive, prefix, where
         self.storages: dict[str, _Storage] = {}
@@ -129,13 +129,17 @@ class _Unpickler(pickle.Unpickler):
         return self.storages[name]
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, where: str) -> bytes:
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, where: str) -> bytearray:
     """A member's bytes, never more than `cap` (its declared size may lie: the stream is cut, not trusted)."""
-    with archive.open(info) as f:
-        data = f.read(cap + 1)
-    if len(data) > cap:
-        raise BadInput(f"{where}: an archive member unpacks past its declared size")
-    return data
+    data = bytearray(min(info.file_size, cap))
+    filled = 0
+    with archive.open(info) as f:  # in 1 MiB pieces into one buffer: read(n) whole would hold the data twice
+        while piece := f.read(min(1 << 20, cap + 1 - filled)):
+            if filled + len(piece) > len(data):
+                raise BadInput(f"{where}: an archive member unpacks past its declared size")
+            data[filled : filled + len(piece)] = piece
+            filled += len(piece)
+    return data if filled == len(data) else data[:filled]
 
 
 def read_dump(path: str | Path) -> bytes:

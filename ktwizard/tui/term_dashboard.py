@@ -35,7 +35,7 @@ LOG_REDRAW_S = 0.2  # a burst of log lines is drawn at most five times a second
 NOTE_S = 5.0
 
 
-MAX_ROWS, MAX_COLS = 1000, 4000  # past any real screen; curses allocates rows x columns cells
+MAX_ROWS, MAX_COLS = 500, 2000  # past any real screen; curses keeps three screens of rows x columns cells
 
 
 class _Cancel:

@@ -76,20 +76,18 @@ def test_a_fleet_records_router_url(tmp_path):
     _clean(_cli(tmp_path, "fleet", "status", "f"))
 
 
-def test_a_calibrations_fields(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+def test_a_calibrations_fields(tmp_path):
     from ktwizard.bench import calibration_store
-    from ktwizard.host.spec import load_host
-    from ktwizard.planner.calibration import host_key
 
-    host = load_host("rtx-pro-6000-epyc-9355")
-    path = calibration_store._path(host_key(host), "m")
-    path.parent.mkdir(parents=True)
-    cal = {"host_key": host_key(host), "model": "m", "method": "x" + OSC52, "gpu_experts": 1, "factor": 1.1,
-           "date": "2026" + CLEAR, "rows": 3}  # fmt: skip
-    path.write_text(json.dumps(cal))
-    got = calibration_store.stored(host, "m")
-    assert got is not None and ESC not in got.line and "\x07" not in got.line
+    key = {"host_key": "h" + CLEAR, "model": "m" + OSC52, "method": "x", "gpu_experts": 1, "placement": "uniform",
+           "tp": 1, "image": "i" + OSC52}  # fmt: skip
+    path = tmp_path / "cal.json"
+    path.write_text(
+        json.dumps({"key": key, "decode": 1.1, "deployment": "d" + OSC52, "date": "2026" + CLEAR, "rows": 3})
+    )
+    cal = calibration_store.read(path)
+    shown = cal.line + cal.key.model + cal.key.host_key + cal.key.image
+    assert ESC not in shown and "\x07" not in shown and cal.deployment == "d"
 
 
 def test_a_recording_replayed(tmp_path):

@@ -242,3 +242,11 @@ def test_ps_calls_a_labelled_server_without_a_start_time_running(tmp_path):
     finally:
         server.kill()
         server.wait()
+
+
+def test_redaction_takes_the_userinfo_to_its_last_at():
+    from ktwizard.textsafe import redact
+
+    said = redact("GET http://user:p@ss@host:1/x failed; https://a:b@c/d; http://h/path@x")
+    assert "ss@" not in said and "p@" not in said and said.startswith("GET http://***@host:1/x")
+    assert "https://***@c/d" in said and "http://h/path@x" in said  # an @ in the path is no userinfo
