@@ -88,7 +88,9 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
     from ktwizard.serial import read_structured
     from ktwizard.tui.monitor_app import MonitorScreen
 
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "tests" / "standin"), os.environ["PYTHONPATH"]]))
+    # the stand-in's sglang package first; whatever PYTHONPATH the run had after it (CI sets none)
+    paths = [str(REPO / "tests" / "standin"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")  # no engine: "auto" launches natively
     port = free_port()
     name = f"ktw-wiznat-{port}"
