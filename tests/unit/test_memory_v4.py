@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import yaml
 from conftest import ORACLES
+from test_memory_model import XEON_AMX
 
 from ktwizard.deploy.compare import pool_shortfall
 from ktwizard.host.spec import load_host
@@ -100,24 +101,7 @@ def host(card: str, gib: int, count: int, cc: str = "8.9"):
     return host_from_spec(
         {
             "gpus": [{"name": card, "memory_gib": gib, "compute_capability": cc, "count": count}],
-            "cpu": {
-                "model": "Intel Xeon Platinum 8480+",
-                "sockets": 2,
-                "cores_per_socket": 56,
-                "threads_per_core": 2,
-                "flags": [
-                    "avx2",
-                    "avx512f",
-                    "avx512bw",
-                    "avx512vl",
-                    "avx512_vnni",
-                    "avx512_bf16",
-                    "avx512vbmi",
-                    "amx_tile",
-                    "amx_int8",
-                    "amx_bf16",
-                ],
-            },  # fmt: skip
+            "cpu": XEON_AMX,
             "numa_nodes": 2,
             "memory_gib": 2048,
         }
