@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ktwizard.runtime.rules import MULTIMODAL_CUDNN_MIN as MIN_CUDNN
+from ktwizard.runtime.rules import cudnn_refused
+
 # configs/model_config.py:1362-1416 (multimodal_model_archs), read by is_multimodal_model (:1422)
 MULTIMODAL_ARCHS = frozenset(
     {
@@ -42,7 +45,6 @@ OFF_BY_DEFAULT = frozenset(
 CUDNN_EXEMPT = frozenset({"Glm5NextForConditionalGeneration", "KimiK25ForConditionalGeneration"})
 DISABLE_CHECK_ENV = "SGLANG_DISABLE_CUDNN_CHECK"
 CHECKED_TORCH = (2, 9, 1)  # server_args.py:6288: only this torch release is checked
-MIN_CUDNN = (9, 15)
 FIX_CUDNN = "9.16.0.29"  # the version the runtime's own error tells you to install (server_args.py:6311)
 
 
@@ -67,9 +69,7 @@ def cudnn_problem(
         major, minor = (int(x) for x in cudnn.split(".")[:2])
     except ValueError:
         return ""  # a version this check cannot read: the runtime's own check decides
-    # the runtime compares float(str(cudnn.version())[:3]) / 100, i.e. major.minor as two digits (:6296)
-    code = str(major * 10000 + minor * 100)
-    if release != CHECKED_TORCH or float(code[:3]) / 100 >= MIN_CUDNN[0] + MIN_CUDNN[1] / 100:
+    if release != CHECKED_TORCH or not cudnn_refused(f"{major}.{minor}"):
         return ""
     return (
         f"sglang-kt 0.7.2 refuses to start {architecture} (multimodal) on torch 2.9.1 with cuDNN {cudnn}: it needs "
