@@ -63,9 +63,8 @@ def parse_cpu_list(text: str | None, strict: str | None = None) -> tuple[int, ..
             continue
         lo, dash, hi = part.partition("-")
         first, last = integer(lo), (integer(hi) if dash else integer(lo))
-        ok = first is not None and last is not None
-        first, last = (first, last) if first is not None and last is not None else (0, -1)
-        if not (ok and 0 <= first <= last < MAX_CPUS):  # nor can a range like 0-999999999 allocate without bound
+        # nor can a range like 0-999999999 allocate without bound
+        if first is None or last is None or not 0 <= first <= last < MAX_CPUS:
             if strict:
                 from ktwizard.errors import BadInput
 
