@@ -32,12 +32,6 @@ class Target:
         return self.record is not None and self.record.kind == "native"
 
 
-def no_deployment(name: str) -> BadInput:
-    from ktwizard.deploy.records import no_deployment as line
-
-    return line(name)
-
-
 def saved_plan(name: str) -> Plan | None:
     """The plan a launch kept beside the record, as a Plan (never a raw dict: a renamed field fails here, loudly)."""
     from ktwizard.deploy import records
@@ -89,13 +83,13 @@ def container_of(name: str) -> Any:
         client = connect()
     except KtwizardError:
         if rec is None:
-            raise no_deployment(name) from None
+            raise records.no_deployment(name) from None
         raise
     try:
         return find_managed(client, name)
     except BadInput as exc:
         if rec is None and exc.message.startswith("no container"):
-            raise no_deployment(name) from None
+            raise records.no_deployment(name) from None
         raise
 
 
