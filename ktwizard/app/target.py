@@ -27,10 +27,6 @@ class Target:
     def key_file(self) -> str | None:
         return self.plan.goals.api_key_file if self.plan is not None else None
 
-    @property
-    def native(self) -> bool:
-        return self.record is not None and self.record.kind == "native"
-
 
 def saved_plan(name: str) -> Plan | None:
     """The plan a launch kept beside the record, as a Plan (never a raw dict: a renamed field fails here, loudly)."""
