@@ -65,12 +65,12 @@ def inspect_source(text: str) -> Any:
 
 def _remote(ref: str) -> Any:
     """--model hf:ORG/NAME[@REV]: the checkpoint read from the Hub's headers, planned as a local folder would be."""
-    from ktwizard.models.hub import read_remote
+    from ktwizard.models.hub import parse_ref, read_remote
 
     remote = read_remote(ref)
     spec = replace(
         remote.inspection.spec,
-        repos=(remote.inspection.spec.source.removeprefix("hf:").split("@")[0],),
+        repos=(parse_ref(ref).repo,),
         revision=remote.commit,
         download_bytes=remote.download_bytes,
         download_rate=remote.rate_bytes_s or 0.0,

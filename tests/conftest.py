@@ -27,6 +27,24 @@ def required_tool(binary: str, require: str, install: str) -> str:
     pytest.skip(f"{binary} not installed ({install})")
 
 
+def required_file(env: str, fail: str, skip: str) -> str:
+    """The file a test checks against, named in the environment variable `env`: missing, the test skips with `skip`,
+    or fails with `fail` where CI sets KTWIZARD_REQUIRE_RUNTIME."""
+    path = os.environ.get(env, "")
+    if path and Path(path).is_file():
+        return path
+    if os.environ.get("KTWIZARD_REQUIRE_RUNTIME"):
+        pytest.fail(fail)
+    pytest.skip(skip)
+
+
+def key_file(path: Path, key: str) -> Path:
+    """An API key file as ktwizard accepts one: the key and a newline, readable by its owner only."""
+    path.write_text(key + "\n")
+    path.chmod(0o600)
+    return path
+
+
 @pytest.fixture(params=sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
 def host_dir(request) -> Path:
     return HOSTS / request.param

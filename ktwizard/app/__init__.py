@@ -1,4 +1,5 @@
 """The application layer: what the product does, once, for both front ends (docs/architecture.md).
 
 The CLI parses and prints, the wizard collects and draws; both call these workflows: resolve a target (target.py),
-launch (launch.py), placement (placement.py). Below it: deploy, monitor, fleet, bench and the domain."""
+launch (launch.py), placement (placement.py), and a plan with the bench calibrations applied (planning.py).
+Below it: deploy, monitor, fleet, bench and the domain."""

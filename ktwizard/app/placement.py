@@ -44,13 +44,13 @@ def record_routing(url: str, headers: dict[str, str], plan: Plan, model: ModelCh
 
 
 def frequency_plan(host: HostProfile, model: ModelChoice, base: Plan, recording: str) -> Plan:
-    """The plan again with frequency placement from the recording (checked against the model as the CLI does)."""
+    """The plan again with frequency placement from the recording (checked against the model and calibrated as the
+    CLI's plan is)."""
+    from ktwizard.app.planning import make_plan
     from ktwizard.inputs import routing_counts
-    from ktwizard.planner.core import plan as make
 
     goals = replace(base.goals, placement="frequency", expert_stats=recording)
-    routing = routing_counts(goals, model.spec)
-    return make(host, model.spec, goals, model.hints, model.recipe, routing=routing)
+    return make_plan(host, model, goals, routing_counts(goals, model.spec))
 
 
 def compare(url: str, headers: dict[str, str], before: float, placement: str) -> str:

@@ -27,16 +27,6 @@ class Target:
     def key_file(self) -> str | None:
         return self.plan.goals.api_key_file if self.plan is not None else None
 
-    @property
-    def native(self) -> bool:
-        return self.record is not None and self.record.kind == "native"
-
-
-def no_deployment(name: str) -> BadInput:
-    from ktwizard.deploy.records import no_deployment as line
-
-    return line(name)
-
 
 def saved_plan(name: str) -> Plan | None:
     """The plan a launch kept beside the record, as a Plan (never a raw dict: a renamed field fails here, loudly)."""
@@ -89,13 +79,13 @@ def container_of(name: str) -> Any:
         client = connect()
     except KtwizardError:
         if rec is None:
-            raise no_deployment(name) from None
+            raise records.no_deployment(name) from None
         raise
     try:
         return find_managed(client, name)
     except BadInput as exc:
         if rec is None and exc.message.startswith("no container"):
-            raise no_deployment(name) from None
+            raise records.no_deployment(name) from None
         raise
 
 

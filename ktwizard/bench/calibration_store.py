@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,12 +57,22 @@ def files() -> list[Path]:
 
 
 def stored(host: HostProfile, model: str) -> tuple[Calibration, ...]:
-    """Every calibration kept for this host and model (the planner picks the one of the plan's exact key)."""
+    """Every calibration kept for this host and model (the planner picks the one of the plan's exact key).
+
+    The wizard re-plans on every keystroke: the folder is read again only when its entries change (every write is
+    an atomic rename, which moves the folder's mtime), not on each plan."""
     base = folder()
-    if not base.is_dir():
+    try:
+        stamp = base.stat().st_mtime_ns
+    except OSError:
         return ()
-    cals = [read(p) for p in sorted(base.glob(f"{_stem(host_key(host), model)}*.json"))[:MAX_FILES]]
-    return tuple(c for c in cals if c.key.host_key == host_key(host) and c.key.model == model)
+    return _stored(str(base), stamp, host_key(host), model)
+
+
+@lru_cache(maxsize=16)
+def _stored(base: str, stamp: int, key: str, model: str) -> tuple[Calibration, ...]:
+    cals = [read(p) for p in sorted(Path(base).glob(f"{_stem(key, model)}*.json"))[:MAX_FILES]]
+    return tuple(c for c in cals if c.key.host_key == key and c.key.model == model)
 
 
 def find(ident: str) -> list[tuple[Path, Calibration]]:

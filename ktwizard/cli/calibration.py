@@ -8,6 +8,13 @@ import sys
 from ktwizard.errors import BadInput
 
 
+def _json(value) -> int:
+    from ktwizard.serial import dump_json
+
+    sys.stdout.write(dump_json(value))
+    return 0
+
+
 def _row(cal) -> dict:
     from ktwizard.serial import to_data
 
@@ -19,10 +26,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     cals = [read(p) for p in files()]
     if args.json:
-        import json
-
-        print(json.dumps([_row(c) for c in cals], indent=2))
-        return 0
+        return _json([_row(c) for c in cals])
     if not cals:
         print(f"no calibrations (kept in {folder()}; ktwizard bench NAME makes one)", file=sys.stderr)
         return 0
@@ -46,10 +50,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                        "calibration list shows them)")  # fmt: skip
     path, cal = found[0]
     if args.json:
-        import json
-
-        print(json.dumps({**_row(cal), "file": str(path)}, indent=2))
-        return 0
+        return _json({**_row(cal), "file": str(path)})
     k = cal.key
     print(
         f"{cal.line}\n  host fingerprint {k.host_key}\n  model {k.model}, method {k.method}, {k.gpu_experts} GPU "

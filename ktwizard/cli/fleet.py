@@ -56,7 +56,6 @@ def make_fleet(args: argparse.Namespace):
     from ktwizard.fleet.plan import fleet_plan
     from ktwizard.host.profile import HostProfile
     from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
-    from ktwizard.planner.core import plan
 
     if getattr(args, "plan", None):
         from pathlib import Path
@@ -78,14 +77,13 @@ def make_fleet(args: argparse.Namespace):
         host = loaded[ref]
         hosts.append((ref or host.hostname or "this-machine", host))
 
-    from ktwizard.bench.calibration_store import stored
+    from ktwizard.app.planning import make_plan
     from ktwizard.inputs import routing_counts
 
     routing = routing_counts(goals, model.spec)  # checked against the model once, for every replica
 
     def plan_for(host, g):
-        cal = stored(host, model.spec.id)
-        return plan(host, model.spec, g, model.hints, model.recipe, calibrations=cal, routing=routing)
+        return make_plan(host, model, g, routing)
 
     return fleet_plan(
         hosts,

@@ -198,9 +198,8 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     """The host and model the options name (a --profile's where not given) and the plan for them, each made once."""
     from dataclasses import replace
 
-    from ktwizard.bench.calibration_store import stored
+    from ktwizard.app.planning import make_plan
     from ktwizard.inputs import goals_from_args, resolve_host, resolve_model, routing_counts
-    from ktwizard.planner.core import plan
 
     profile = None
     if args.profile:
@@ -214,6 +213,4 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     host = profile.host if profile is not None and not args.host else resolve_host(args.host, args.weights)
     goals = goals_from_args(args, profile.goals if profile is not None else None)
     goals = replace(goals, gpus=None) if all_gpus else goals
-    cal = stored(host, model.spec.id)
-    routing = routing_counts(goals, model.spec)
-    return host, model, plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cal, routing=routing)
+    return host, model, make_plan(host, model, goals, routing_counts(goals, model.spec))

@@ -40,9 +40,6 @@ from ktwizard.planner.types import Plan
 from ktwizard.render.args import container_argv
 from ktwizard.render.docker import DEFAULT_IMAGE
 
-# The Secret helpers live in k8s_parts (the multi-node launch uses them too); these names are kept for callers.
-_keyed, _secret_volume = keyed, secret_volume
-
 
 def _worker_container(plan: Plan, image: str, port: int, mounts: list[dict]) -> dict:
     from ktwizard.apikey import LAUNCHER
@@ -75,7 +72,7 @@ def _worker_deployment(
     labels = fleet_labels(fleet, "worker", workload)
     vols, mounts = weight_volumes(rep.plan, weights_claim)
     if rep.plan.goals.api_key_file:
-        vol, mount = _secret_volume(fleet)
+        vol, mount = secret_volume(fleet)
         vols, mounts = [*vols, vol], [*mounts, mount]
     port = fleet.router_port  # every pod has its own address: one worker port for the router's discovery
     return {
@@ -114,8 +111,8 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
     labels = fleet_labels(fleet, "router")
     selector = {f"{GROUP}/fleet": slug(fleet.name, 63), f"{GROUP}/role": "worker"}
     http, metrics = fleet.router_port, fleet.metrics_port
-    keyed = _keyed(fleet)
-    key_volume, key_mount = _secret_volume(fleet)
+    with_key = keyed(fleet)
+    key_volume, key_mount = secret_volume(fleet)
     ns = namespace(fleet)
     router_pods = {f"{GROUP}/fleet": labels[f"{GROUP}/fleet"], f"{GROUP}/role": "router"}
     return [
@@ -150,7 +147,7 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
                     "spec": {
                         "serviceAccountName": name,
                         "securityContext": POD_SECURITY,
-                        **({"volumes": [key_volume]} if keyed else {}),
+                        **({"volumes": [key_volume]} if with_key else {}),
                         "containers": [
                             {
                                 "name": "router",
@@ -163,10 +160,10 @@ def _router(fleet: FleetPlan, image: str) -> list[dict]:
                                 },
                                 # with a key: it reaches the workers as --api-key, added inside the process
                                 "command": ["python3", "-c", ROUTER_LAUNCHER, SECRET_KEY_FILE]
-                                if keyed
+                                if with_key
                                 else ["python3", "-m", ROUTER_MODULE],
                                 "args": discovery_args(fleet, selector, fleet.router_port),
-                                **({"volumeMounts": [key_mount]} if keyed else {}),
+                                **({"volumeMounts": [key_mount]} if with_key else {}),
                                 "env": [
                                     {
                                         "name": "POD_NAMESPACE",

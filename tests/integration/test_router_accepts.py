@@ -15,8 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-from conftest import TESTS
+from conftest import TESTS, key_file, required_file
 
 from ktwizard.errors import KtwizardError
 from ktwizard.fleet.compose import compose_fleet
@@ -35,12 +34,11 @@ KEY = "sk-ktw-router-check-0123456789abcdef"
 
 
 def _wheel() -> str:
-    path = os.environ.get("KTWIZARD_ROUTER_WHEEL", "")
-    if path and Path(path).is_file():
-        return path
-    if os.environ.get("KTWIZARD_REQUIRE_RUNTIME"):
-        pytest.fail("KTWIZARD_ROUTER_WHEEL must name the sglang-router 0.3.2 wheel (.ci/run downloads it)")
-    pytest.skip("no sglang-router wheel (set KTWIZARD_ROUTER_WHEEL; .ci/run downloads it)")
+    return required_file(
+        "KTWIZARD_ROUTER_WHEEL",
+        "KTWIZARD_ROUTER_WHEEL must name the sglang-router 0.3.2 wheel (.ci/run downloads it)",
+        "no sglang-router wheel (set KTWIZARD_ROUTER_WHEEL; .ci/run downloads it)",
+    )
 
 
 def _fleet(host: str, preset: str, key: Path | None) -> FleetPlan | None:
@@ -57,9 +55,7 @@ def _health_ok(env: dict[str, str]) -> bool:
 
 
 def _cases(tmp: Path) -> list[dict]:
-    key = tmp / "key"
-    key.write_text(KEY + "\n")
-    key.chmod(0o600)
+    key = key_file(tmp / "key", KEY)
     cases = []
     for host in HOSTS:
         for preset in PRESETS:

@@ -13,9 +13,8 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
 import yaml
-from conftest import REPO, TESTS
+from conftest import REPO, TESTS, required_file
 
 from ktwizard.errors import BadInput
 from ktwizard.host.spec import load_host
@@ -42,12 +41,11 @@ SYNTHETIC = {  # hosts the bundled set lacks: Blackwell pairs (SM 12.0, P2P) and
 
 
 def _runtime_python() -> str:
-    path = os.environ.get("KTWIZARD_RUNTIME_PYTHON", "")
-    if path and Path(path).is_file():
-        return path
-    if os.environ.get("KTWIZARD_REQUIRE_RUNTIME"):
-        pytest.fail("KTWIZARD_RUNTIME_PYTHON must name the python of the sglang-kt 0.7.2 check environment (.ci/run)")
-    pytest.skip("no sglang-kt 0.7.2 check environment (set KTWIZARD_RUNTIME_PYTHON; .ci/run builds one)")
+    return required_file(
+        "KTWIZARD_RUNTIME_PYTHON",
+        "KTWIZARD_RUNTIME_PYTHON must name the python of the sglang-kt 0.7.2 check environment (.ci/run)",
+        "no sglang-kt 0.7.2 check environment (set KTWIZARD_RUNTIME_PYTHON; .ci/run builds one)",
+    )
 
 
 def _hosts(tmp: Path) -> dict[str, object]:

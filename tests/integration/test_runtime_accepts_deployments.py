@@ -14,7 +14,7 @@ import sys
 import types
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, key_file
 from test_runtime_accepts import _run, _runtime_python
 
 from ktwizard.errors import KtwizardError
@@ -77,9 +77,7 @@ def _checkpoint(folder: Path, pid: str) -> Path:
 
 
 def _cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
-    key = tmp / "key"
-    key.write_text(KEY + "\n")
-    key.chmod(0o600)
+    key = key_file(tmp / "key", KEY)
     by_host: dict[str, tuple[dict, list[dict]]] = {}
     for hname, host, device in _hosts():
         cases: list[dict] = []
@@ -113,9 +111,7 @@ def _cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
 
 
 def _lws_cases(tmp: Path) -> dict[str, tuple[dict, list[dict]]]:
-    key = tmp / "lws-key"
-    key.write_text(KEY + "\n")
-    key.chmod(0o600)
+    key = key_file(tmp / "lws-key", KEY)
     by_host: dict[str, tuple[dict, list[dict]]] = {}
     for hname, host, device in _hosts():
         cases: list[dict] = []

@@ -165,3 +165,36 @@ def test_a_decode_calibration_leaves_the_prefill_forecast_alone(data_home):
     again = _plan()
     assert again.forecast and again.forecast.factor == 0.5
     assert to_data(again.forecast.prefill) == to_data(made.forecast.prefill)  # the line says "decode": only decode
+
+
+def test_the_wizards_frequency_relaunch_is_calibrated_as_the_cli_plans_it(data_home, tmp_path):
+    """Every front end plans through app.planning.make_plan: a bench of a frequency-placed deployment corrects the
+    wizard's frequency relaunch (app.placement.frequency_plan) exactly as `ktwizard plan --placement frequency` does.
+    The store is read again only when its folder's entries change, so a new calibration is still seen at once."""
+    import sys
+
+    from conftest import TESTS
+
+    from ktwizard.app.placement import frequency_plan
+    from ktwizard.inputs import resolve_model
+
+    sys.path.insert(0, str(TESTS / "standin"))
+    from sglang.torchsave import save_counts, zipf
+
+    model = resolve_model(PRESET, None)
+    spec = model.spec
+    stats = tmp_path / "routing.pt"
+    save_counts(zipf(spec.layers, spec.routed_experts, spec.moe_layers), stats)
+    base = _plan(concurrency=2)
+    before = frequency_plan(load_host(HOST), model, base, str(stats))
+    assert before.forecast and before.forecast.factor == 1.0
+    at = {(d.context_tokens, d.concurrency): d.tok_s_total for d in before.forecast.decode}
+    cal = calibrate(before, [(0, 1, 0.8 * at[(0, 1)])], "kimi-freq")
+    assert cal is not None and cal.key.placement == "frequency"
+    wizard = frequency_plan(load_host(HOST), model, base, str(stats))
+    cli = run_cli(
+        "plan", "--preset", PRESET, "--host", HOST, "--context", "32768", "--concurrency", "2",
+        "--placement", "frequency", "--expert-stats", str(stats), "--format", "json", env=data_home,
+    )  # fmt: skip
+    assert wizard.forecast and wizard.forecast.factor == pytest.approx(cal.decode)
+    assert json.loads(cli.stdout)["forecast"]["factor"] == pytest.approx(cal.decode)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 import yaml
-from conftest import ORACLES, REPO, run_cli
+from conftest import ORACLES, REPO, key_file, run_cli
 
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.fleet.compose import compose_fleet
@@ -420,9 +420,7 @@ def test_kubernetes_names_stay_unique_within_63_characters():
 def test_an_api_key_reaches_the_pods_through_a_secret_never_the_manifest(tmp_path):
     """--api-key-file with --format k8s: the workers and the router mount the Secret and their launchers add
     --api-key=KEY inside the process; the key itself is in no manifest and no argv; the manifests still validate."""
-    key = tmp_path / "key"
-    key.write_text("sk-ktw-k8s-Secret-42\n")
-    key.chmod(0o600)
+    key = key_file(tmp_path / "key", "sk-ktw-k8s-Secret-42")
     out = run_cli(
         "fleet", "plan", "--preset", "qwen3-30b-a3b", "--host", RTX, "--context", "32768", "--api-key-file", str(key),
         "--format", "k8s",
@@ -466,9 +464,7 @@ def test_fleet_table_columns_never_run_into_each_other(tmp_path):
 def test_a_compose_router_calls_keyed_workers_with_the_key(tmp_path):
     """Workers started with a key answer 401 to a router without one: the compose router mounts the key file and
     its launcher adds --api-key (sglang_router/router_args.py:826-830) inside the process; the key is in no file."""
-    key = tmp_path / "key"
-    key.write_text("sk-ktw-compose-Secret-7\n")
-    key.chmod(0o600)
+    key = key_file(tmp_path / "key", "sk-ktw-compose-Secret-7")
     out = run_cli(
         "fleet", "plan", "--preset", "qwen3-30b-a3b", "--host", RTX, "--context", "32768", "--api-key-file", str(key),
         "--format", "compose",

@@ -119,17 +119,14 @@ class PlanScreen(Step):
             self.replan()
 
     def replan(self) -> None:
-        from ktwizard.bench.calibration_store import stored
-        from ktwizard.planner.core import plan
+        from ktwizard.app.planning import make_plan
         from ktwizard.render.table import verdict
 
         verdict_w = self.query_one("#verdict", Static)
         try:
             goals = self.goals()
             model = self.state.model()
-            result = plan(
-                self.host, model.spec, goals, model.hints, model.recipe, calibrations=stored(self.host, model.spec.id)
-            )
+            result = make_plan(self.host, model, goals)
         except KtwizardError as exc:
             verdict_w.update(Text(exc.message, style="red"))
             return
