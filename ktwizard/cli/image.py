@@ -22,7 +22,7 @@ def cmd_image_render(args: argparse.Namespace) -> int:
     print(
         f"wrote {args.out}/Dockerfile for CPU class {target.cpu_class}, CUDA {';'.join(target.cuda_archs) or 'none'}; "
         f"build it with: ktwizard image build --context {shlex.quote(args.out)} "
-        f"(tagged sglang-kt:local-{target.tag_suffix})",
+        f"(tagged {target.image})",
         file=sys.stderr,
     )
     return 0
@@ -39,7 +39,7 @@ def cmd_image_build(args: argparse.Namespace) -> int:
 
         context = Path(tempfile.mkdtemp(prefix="ktwizard-image-"))
         target = write_context(_host(args), context, args.cpu_class)
-    tag = args.tag or f"sglang-kt:local-{target.tag_suffix}"  # the name plans and launches use by default
+    tag = args.tag or target.image  # the name plans and launches use by default
     build(context, tag, target)
     return 0
 

@@ -18,4 +18,9 @@ def tag_suffix(cpu_class: str, archs: tuple[str, ...]) -> str:
 def local_image(host: HostProfile, cpu_class: str | None = None) -> str:
     """sglang-kt:local-<kt-kernel CPU class>-sm<CUDA archs>, e.g. sglang-kt:local-avx512-sm120. `cpu_class`: the
     kt-kernel build a plan needs when it is not the CPU's best (a method that only has a safe AVX2 kernel here)."""
-    return f"sglang-kt:local-{tag_suffix(cpu_class or kt_variant(host.cpu.flags) or 'none', cuda_archs(host))}"
+    return image_named(tag_suffix(cpu_class or kt_variant(host.cpu.flags) or "none", cuda_archs(host)))
+
+
+def image_named(suffix: str) -> str:
+    """The local image for a build target's tag suffix: the one name plans, `image build` and launch hints use."""
+    return f"sglang-kt:local-{suffix}"

@@ -26,6 +26,12 @@ class BuildTarget:
 
         return tag_suffix(self.cpu_class, self.cuda_archs)
 
+    @property
+    def image(self) -> str:
+        from ktwizard.host.imagetag import image_named
+
+        return image_named(self.tag_suffix)
+
 
 def target_for(host: HostProfile, cpu_class: str | None = None) -> BuildTarget:
     """What to build for: the host's best kt-kernel class, or an older one a plan needs (`cpu_class`)."""
