@@ -447,7 +447,8 @@ def to_config(f: dict, arch: str) -> dict:
             cfg[k] = f[k]
     att = f.get("attention", {})
     for k in ATTN_KEYS:
-        if k in att and att[k] is not None:
+        # q_lora_rank null is a fact (a plain q_proj, DeepSeek-V2-Lite), not a gap: transformers' default is 1536
+        if k in att and (att[k] is not None or k == "q_lora_rank"):
             cfg[k] = att[k]
     for k, v in (att.get("linear_attention") or {}).items():
         cfg[k] = v
