@@ -5,8 +5,8 @@ runtime's code here, not through ktwizard's own rule functions."""
 from __future__ import annotations
 
 import pytest
-import yaml
-from conftest import REPO, run_cli
+from conftest import run_cli
+from test_runtime_rules import BLACKWELL_2X, _config, _host_with
 
 from ktwizard.errors import BadInput
 from ktwizard.host.spec import host_from_spec, load_host
@@ -15,22 +15,6 @@ from ktwizard.planner.core import plan
 from ktwizard.planner.types import Goals
 
 GPTQ_PRESETS = ("qwen3-30b-a3b-gptq-int4", "qwen3-235b-a22b-gptq-int4")
-HOST_4X = {
-    "gpus": [{"name": "NVIDIA GeForce RTX 4090", "memory_gib": 48, "compute_capability": "8.9", "count": 4}],
-    "cpu": {
-        "model": "AMD EPYC 9355",
-        "sockets": 1,
-        "cores_per_socket": 32,
-        "threads_per_core": 2,
-        "flags": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512vbmi"],
-    },
-    "numa_nodes": 1,
-    "memory_gib": 1024,
-}
-
-
-def _config(preset_id: str) -> dict:
-    return yaml.safe_load((REPO / "presets" / "models" / f"{preset_id}.yaml").read_text())["config"]
 
 
 def _w2_scales_load(inter: int, group: int, tp: int) -> bool:
@@ -42,12 +26,6 @@ def _w2_scales_load(inter: int, group: int, tp: int) -> bool:
     return all(rank * allocated + allocated <= rows for rank in range(tp))
 
 
-def _host(tmp_path, count: int):
-    path = tmp_path / f"{count}x4090.yaml"
-    path.write_text(yaml.safe_dump(dict(HOST_4X, gpus=[dict(HOST_4X["gpus"][0], count=count)])))
-    return load_host(str(path)), path
-
-
 @pytest.mark.parametrize("preset_id", GPTQ_PRESETS)
 def test_gptq_moe_is_planned_on_the_largest_tp_the_runtime_loads(tmp_path, preset_id):
     cfg = _config(preset_id)
@@ -56,7 +34,8 @@ def test_gptq_moe_is_planned_on_the_largest_tp_the_runtime_loads(tmp_path, prese
     inter, group = cfg["moe_intermediate_size"], q["group_size"]
     loads = [tp for tp in (1, 2, 4) if _w2_scales_load(inter, group, tp) and cfg["num_attention_heads"] % tp == 0]
     assert loads == [1], "0.7.2 loads a group-scaled GPTQ MoE on one GPU only"
-    host, path = _host(tmp_path, 4)
+    host = _host_with(tmp_path, 4)
+    path = tmp_path / "4x.yaml"
     p = get_preset(preset_id)
     result = plan(host, p.spec(), Goals(context=8192), p.sglang)
     assert result.tp == max(loads)
@@ -74,7 +53,7 @@ def test_gptq_moe_needs_marlin_hence_sm80():
     p = get_preset("qwen3-30b-a3b-gptq-int4")
     host = {
         "gpus": [{"name": "Tesla T4", "memory_gib": 16, "compute_capability": "7.5", "count": 1}],
-        "cpu": HOST_4X["cpu"],
+        "cpu": BLACKWELL_2X["cpu"],
         "numa_nodes": 1,
         "memory_gib": 256,
     }
