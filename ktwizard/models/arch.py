@@ -36,6 +36,10 @@ class Arch:
     qk_norm: bool = True
     estimated: tuple[tuple[str, int], ...] = ()  # bytes not described by the config (vision towers), named estimates
     full_attention_at: tuple[int, ...] = ()  # hybrid models: the layers with softmax attention (the rest are linear)
+    # ModelOpt: module globs left unquantized; every other decoder linear is stored in expert_format (None: only the
+    # routed experts are)
+    quantized_except: tuple[str, ...] | None = None
+    kv_cache_fp8: bool = False  # the checkpoint asks for an FP8 KV cache (kv_cache_quant_algo)
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,7 @@ class ModelSpec:
     revision: str = field(default="", compare=False)
     download_bytes: int = field(default=0, compare=False)
     download_rate: float = field(default=0.0, compare=False)  # bytes/s measured from this machine; 0 = not measured
+    kv_cache_fp8: bool = False  # the checkpoint's quantization config asks for an FP8 KV cache (ModelOpt)
 
     @property
     def moe_layer_count(self) -> int:

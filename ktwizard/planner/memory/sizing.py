@@ -76,7 +76,13 @@ class Sizing:
         self.backend_known = backend is not None
         # DeepSeek sparse attention: the runtime settles the KV dtype itself (runtime/rules.py); budget that one
         self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
-        fp8 = self.dsa_kv.fp8 if self.dsa_kv else goals.kv_dtype == "fp8_e4m3"
+        self.checkpoint_kv = None if self.dsa_kv else rules.checkpoint_kv(spec, goals.kv_dtype)
+        if self.dsa_kv:
+            fp8 = self.dsa_kv.fp8
+        elif self.checkpoint_kv:
+            fp8 = self.checkpoint_kv[0] == "fp8_e4m3"
+        else:
+            fp8 = goals.kv_dtype == "fp8_e4m3"
         self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
         self.state_pool = linear_state.state_pool(spec, self.tp, goals.concurrency)
         self.state = self.state_pool.allocated if self.state_pool else 0
