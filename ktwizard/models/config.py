@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ktwizard.errors import BadInput
+from ktwizard.models import glm5_next
 from ktwizard.models.arch import Arch, ConfigReader
 from ktwizard.models.families import family_for, is_full_attention
 from ktwizard.models.formats import BF16, WeightFormat
@@ -116,5 +117,9 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         text_prefix=prefix,
         qk_norm=bool(text.get("use_qk_norm", True)),
         estimated=tuple(sorted((str(k), int(v)) for k, v in estimated.items())),
-        full_attention_at=tuple(i for i in range(layers) if is_full_attention(text, i)) if hybrid else (),
+        full_attention_at=glm5_next.full_attention_layers(text, layers, where)
+        if attention.kind == glm5_next.KIND
+        else tuple(i for i in range(layers) if is_full_attention(text, i))
+        if hybrid
+        else (),
     )

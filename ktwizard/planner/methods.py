@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ktwizard.errors import BadInput
 from ktwizard.host.isa import kt_variant
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime import glm5_next
 
 NATIVE = {
     "int4_group": "RAWINT4",
@@ -101,6 +102,8 @@ def layerwise_supported(spec: ModelSpec, method: str) -> tuple[bool, str]:
     """Can the runtime build the full-GPU layer for long prefills with this method and model?"""
     if method not in LAYERWISE:
         return False, f"{method} has no layerwise prefill path (native methods only)"
+    if spec.attention.kind == "hybrid_dsa":  # GLM-5-Next (runtime/glm5_next.py)
+        return False, glm5_next.layerwise_reason()
     if spec.architecture == "GptOssForCausalLM":
         # srt/layers/quantization/mxfp4.py:702 deletes w13_weight on the triton_kernels MoE path, and
         # kt_ep_wrapper.py:5737-5745 then finds no weights for a full-GPU layer: it is never allocated.
