@@ -503,7 +503,7 @@ def main() -> None:
             text_cfg["model_type"] = "qwen3_5_moe_text"
             cfg = {"architectures": [arch], "model_type": "qwen3_5_moe", "text_config": text_cfg}
             # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), on the GPU
-            cfg["estimated_bytes"] = {"vision": 902356992}
+            cfg["estimated_bytes"] = {"vision": QWEN35_VISION.get(block, 902356992)}
         if arch == "KimiK25ForConditionalGeneration":
             # MoonViT tower + projector, loaded on the GPU; not in the text config (reference §7: ~0.46B BF16 params)
             cfg["estimated_bytes"] = {"vision": 930668544}
@@ -532,6 +532,9 @@ def main() -> None:
             preset["unconfirmed"] = preset["unconfirmed"] + ["R1-0528 assumed identical to R1 (reference §7)"]
         if pid in ("glm-4.6", "glm-4.7"):
             preset["hf_repos"] = [r for r in preset["hf_repos"] if pid.upper()[4:] in r.upper()] or preset["hf_repos"]
+        if pid in QWEN35_IDS:
+            keep, note = QWEN35_IDS[pid]
+            preset["hf_repos"], preset["unconfirmed"] = keep, preset["unconfirmed"] + ([note] if note else [])
         if pid in OWN_IDS:
             keep, ctx, note = OWN_IDS[pid]
             preset["hf_repos"] = [r for r in preset["hf_repos"] if r in keep] or keep
@@ -717,6 +720,78 @@ def glm5_next_preset(pid: str, f: dict) -> dict:
 
 
 # --- end GLM-5-Next ---
+
+
+# --- Qwen3.5 / Qwen3.6 mid sizes (issue 43, q35) -------------------------------------------------------------------
+# Facts blocks qwen3.5-35b-a3b and qwen3.5-122b-a10b; Qwen3.6-35B-A3B has the 35B's config (slime's
+# qwen36-35B-A3B.sh sources the 3.5 script; the verbatim 3.6 config.json copy has the same text_config).
+P.update(
+    {
+        "qwen3.5-35b-a3b": (
+            "Qwen3.5-35B-A3B",
+            "qwen3.5",
+            "qwen3.5-35b-a3b",
+            {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+            ["BF16", "AMXINT4", "AMXINT8"],
+            {"total_params": 35e9, "active_params": 3e9, "source": "Qwen/Qwen3.5-35B-A3B model card: 35B, 3B active"},
+        ),
+        "qwen3.6-35b-a3b": (
+            "Qwen3.6-35B-A3B",
+            "qwen3.5",
+            "qwen3.5-35b-a3b",
+            {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+            ["BF16", "AMXINT4", "AMXINT8"],
+            {"total_params": 35e9, "active_params": 3e9, "source": "Qwen/Qwen3.6-35B-A3B model card: 35B, 3B active"},
+        ),
+        "qwen3.5-122b-a10b": (
+            "Qwen3.5-122B-A10B",
+            "qwen3.5",
+            "qwen3.5-122b-a10b",
+            {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+            ["BF16", "AMXINT4", "AMXINT8"],
+            {
+                "total_params": 122e9,
+                "active_params": 10e9,
+                "source": "Qwen/Qwen3.5-122B-A10B model card: 122B, 10B active",
+            },
+        ),
+    }
+)
+ACTIVE_COUNTS["qwen3.6"] = "all"
+QWEN35_IDS = {
+    "qwen3.5-35b-a3b": (["Qwen/Qwen3.5-35B-A3B"], ""),
+    "qwen3.6-35b-a3b": (["Qwen/Qwen3.6-35B-A3B"], ""),
+}
+
+
+def qwen_vit_bytes(out_hidden: int, h: int = 1152, inter: int = 4304, depth: int = 27) -> int:
+    """BF16 bytes of Qwen3.5's ViT from the model class's shapes (sglang/srt/models/qwen3_vl.py:80-330): Conv3d patch
+    embed 3x2x16x16 (+bias), 2304 position embeddings, `depth` blocks (LayerNorms, qkv, proj, fc1, fc2 with bias),
+    merger LayerNorm + 4h -> 4h -> out_hidden; no deepstack mergers (deepstack_visual_indexes is [])."""
+    block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    merger = 2 * h + 16 * h * h + 4 * h + 4 * h * out_hidden + out_hidden
+    return 2 * (3 * 2 * 16 * 16 * h + h + 2304 * h + depth * block + merger)
+
+
+# Facts block -> ViT bytes (the 397B keeps the research note's estimate, which its derived block includes).
+QWEN35_VISION = {"qwen3.5-35b-a3b": qwen_vit_bytes(2048), "qwen3.5-122b-a10b": qwen_vit_bytes(3072)}
+# Qwen's own block-FP8 and GPTQ-Int4 releases (repos named in public serving configs: vLLM recipes, tool-parser
+# tables, a GPTQ compatibility table; see docs/models.md).
+FP8_VARIANTS.update(
+    {
+        "qwen3.5-35b-a3b": ["Qwen/Qwen3.5-35B-A3B-FP8"],
+        "qwen3.6-35b-a3b": ["Qwen/Qwen3.6-35B-A3B-FP8"],
+        "qwen3.5-122b-a10b": ["Qwen/Qwen3.5-122B-A10B-FP8"],
+        "qwen3.5-397b-a17b": ["Qwen/Qwen3.5-397B-A17B-FP8"],
+    }
+)
+QWEN35_GPTQ_NOTE = "GPTQ experts of Qwen3.5 assumed per-expert tensors (kt-kernel's GPTQSafeTensorLoader layout)"
+QUANT_VARIANTS.update(
+    {
+        pid: [("gptq-int4", "GPTQ-Int4", [f"Qwen/{name}-GPTQ-Int4"], GPTQ, ["GPTQ_INT4"], QWEN35_GPTQ_NOTE)]
+        for pid, name in (("qwen3.5-35b-a3b", "Qwen3.5-35B-A3B"), ("qwen3.5-122b-a10b", "Qwen3.5-122B-A10B"))
+    }
+)
 
 
 if __name__ == "__main__":

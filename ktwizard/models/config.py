@@ -53,7 +53,12 @@ def _formats(cfg: dict) -> tuple[WeightFormat, WeightFormat]:
     if method in ("gptq", "gptq_marlin") and int(q.get("bits") or 0) == 4:
         if q.get("desc_act"):
             raise BadInput("GPTQ with desc_act=true: kt-kernel's GPTQ_INT4 loader reads desc_act=false only")
-        fmt = WeightFormat("gptq_int4", int(q.get("group_size") or 128))
+        group = int(q.get("group_size") or 128)
+        if group <= 0 or group % 8:
+            # group_size -1 (one scale per column) and odd groups: kt-kernel derives its group from the scales' rows
+            # (kt_kernel/utils/amx.py:983-988) and ktwizard sizes group-scaled layouts only
+            raise BadInput(f"GPTQ group_size {group}: ktwizard sizes group-scaled GPTQ (32, 64, 128) only")
+        fmt = WeightFormat("gptq_int4", group)
         return fmt, fmt
     raise BadInput(
         f"quantization method '{method}' is not supported yet "
