@@ -55,6 +55,11 @@ class Attention:
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
 
+    @property
+    def mla(self) -> bool:
+        """Latent (MLA) attention in every layer holding KV: DeepSeek-style models, and GLM-5-Next's DSA layers."""
+        return self.kind.startswith("mla") or self.kind == "hybrid_dsa"
+
 
 @dataclass(frozen=True)
 class LayerBytes:
