@@ -557,7 +557,9 @@ def main() -> None:
             write(f"{pid}-fp8", fp8_variant(preset, FP8_VARIANTS[pid]))
         for suffix, label, repos, quant, methods, note in QUANT_VARIANTS.get(pid, ()):
             write(f"{pid}-{suffix}", quant_variant(preset, suffix, label, repos, quant, methods, note))
-    n = len(P) + len(FP8_VARIANTS) + sum(map(len, QUANT_VARIANTS.values()))
+    for pid in GLM5_NEXT:
+        write(pid, glm5_next_preset(pid, blocks[pid]))
+    n = len(P) + len(FP8_VARIANTS) + sum(map(len, QUANT_VARIANTS.values())) + len(GLM5_NEXT)
     print(f"wrote {n} presets to {OUT}", file=sys.stderr)
 
 
@@ -652,6 +654,72 @@ def quant_variant(
     v["unconfirmed"] = v["unconfirmed"] + [f"{label} quantization_config written from the format's convention"]
     v["unconfirmed"] += [note] if note else []
     return v
+
+
+# --- GLM-5-Next (GLM-5.3-Flash) ---------------------------------------------------------------------------------------
+# A vision-language config: the decoder's keys under text_config (sglang/srt/configs/glm5_next.py), written whole from
+# the facts block (model-facts.md §9). Only the native block-FP8 checkpoint runs on sglang-kt 0.7.2
+# (server_args.py:1535-1539), with --kt-method FP8 (:1620-1628): one preset, no BF16 or converted variants.
+GLM5_NEXT = {"glm-5.3-flash": "GLM-5.3-Flash"}
+GLM5_NEXT_TEXT_KEYS = (
+    "vocab_size", "hidden_size", "intermediate_size", "moe_intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings", "tie_word_embeddings",
+    "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "n_group", "topk_group", "norm_topk_prob",
+    "routed_scaling_factor", "scoring_func", "topk_method", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank",
+    "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "swiglu_limit", "mhc", "hc_mult",
+    "hc_sinkhorn_iters", "hc_eps", "num_nextn_predict_layers", "index_head_dim", "index_n_heads", "index_topk",
+    "index_kpool", "index_kpool_compress", "index_kpool_always_select_tail",
+)  # fmt: skip
+
+
+def glm5_next_preset(pid: str, f: dict) -> dict:
+    t = f["text_config"]
+    layers = t["num_hidden_layers"]
+    dsa = [i for i in range(layers) if i % 4 == 3]  # configs/glm5_next.py:288-295
+    text = {k: t[k] for k in GLM5_NEXT_TEXT_KEYS}
+    text["model_type"] = f["text_model_type"]
+    text["linear_attn_config"] = {
+        **t["linear_attn_config"],
+        "kda_layers": [i for i in range(layers) if i not in dsa],
+        "full_attn_layers": dsa,
+    }
+    text["layer_types"] = ["deepseek_sparse_attention" if i in dsa else "linear_attention" for i in range(layers)]
+    vision = f["vision_config"]
+    # GlmOcrVisionModel (glm_ocr.py:150-233, glm4v.py:233-270) at these dims, BF16: loaded on the GPU by default
+    # (model_config.py:234-240 keeps multimodal on); the facts block records the count
+    vision_bytes = 2 * int(str(f["derived"]["vision_params_estimate"]).split()[0])
+    cfg = {
+        "architectures": f["architectures"],
+        "model_type": f["model_type"],
+        "text_config": text,
+        "vision_config": vision,
+        "quantization_config": dict(FP8),
+        "torch_dtype": "bfloat16",
+        "estimated_bytes": {"vision": vision_bytes},
+    }
+    return {
+        "id": pid,
+        "name": GLM5_NEXT[pid],
+        "family": "glm5-next",
+        "hf_repos": f["hf_repos"],
+        "config": cfg,
+        "checkpoint_formats": ["fp8"],
+        "kt_methods": ["FP8"],
+        "sglang": {
+            "tool_call_parser": "glm47",
+            "reasoning_parser": "glm45",
+            "attention_backend": "nsa",
+            "trust_remote_code": True,
+            "served_model_name": pid,
+        },
+        "chat_template": "The checkpoint's own chat template.",
+        "published": {"source": "no vendor parameter count found", "active_counts": "no_embedding_no_head"},
+        "sources": f["sources"] + ["model-facts.md §9 (ktwizard research notes; copy in tests/fixtures/oracles/)"],
+        "unconfirmed": f["unconfirmed"],
+    }
+
+
+# --- end GLM-5-Next ---
 
 
 # --- Qwen3.5 / Qwen3.6 mid sizes (issue 43, q35) -------------------------------------------------------------------
