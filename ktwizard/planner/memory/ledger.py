@@ -112,6 +112,18 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
             f"{tokens} tokens x {cell} B per token: latent KV and FP8 indexer keys as NSATokenToKVPool allocates "
             "them (model_runner_kv_cache_mixin.py:153-159, :372-386)",
         )
+    if a.kind == "gqa_msa":
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        index = spec.index_cell_bytes()
+        return Pool(
+            tokens,
+            tokens * cell,
+            f"{tokens} tokens x {cell} B per token: K/V of all {spec.layers} layers ({cell - index} B, this rank) and "
+            f"the bf16 index keys of the {a.index_layers} sparse layers ({index} B, whole on every rank) as "
+            "MiniMaxSparseKVPool allocates them (memory_pool.py:2214-2255, model_runner_kv_cache_mixin.py:929-950). "
+            "SGLang's profile counts only the K/V (:57-193 has no MiniMax branch), so the index cache comes out of "
+            "the room --mem-fraction-static leaves; the cap keeps the pool to what is budgeted here",
+        )
     if a.kind != "gqa_swa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)
         return Pool(tokens, tokens * cell, f"{tokens} tokens x {cell} B per token (all layers, this rank)")
