@@ -11,6 +11,7 @@ from dataclasses import replace as dataclass_replace
 from typing import Any
 
 from ktwizard.errors import BadInput
+from ktwizard.models import glm5_next
 from ktwizard.models.arch import Arch, ConfigReader
 from ktwizard.models.spec import Attention
 from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear, linear_attention, mla, mlp, plain
@@ -394,6 +395,17 @@ FAMILIES: tuple[Family, ...] = (
         _gate_experts_shared,
         unwrap=_kimi_vl_unwrap,
     ),
+    # --- GLM-5-Next (GLM-5.3-Flash): KDA linear + DSA layers with hyper-connections (models/glm5_next.py) ---
+    Family(
+        "glm5_next",
+        (glm5_next.ARCHITECTURE,),
+        _deepseek_moe,
+        glm5_next.attention,
+        glm5_next.attention_tensors,
+        _gate_experts_shared,
+        unwrap=glm5_next.unwrap,
+    ),
+    # --- end GLM-5-Next ---
     Family(
         "qwen3_moe",
         ("Qwen3MoeForCausalLM",),
@@ -461,7 +473,6 @@ BY_NAME = {f.name: f for f in FAMILIES}
 # keeps state the memory model does not describe. Named, so a user learns it is ktwizard's gap, not the runtime's.
 NOT_SIZED = {
     "DeepseekV4ForCausalLM": "compressed MQA with a sliding window and an indexer (sglang/srt/models/deepseek_v4.py)",
-    "Glm5NextForConditionalGeneration": "hybrid linear attention + DSA with hyper-connections (models/glm5_next.py)",
 }
 
 

@@ -36,7 +36,8 @@ NON_EXPERT_GROUPS = (
 
 @dataclass(frozen=True)
 class Attention:
-    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | gqa_msa (MiniMax-M3 block-sparse + index keys)
+    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | hybrid_dsa (GLM-5-Next: KDA + DSA layers) |
+    # gqa_msa (MiniMax-M3: GQA + block-sparse attention with index keys)
     heads: int
     kv_heads: int
     head_dim: int = 0
@@ -142,6 +143,14 @@ class ModelSpec:
         """SGLang's cell_size: KV bytes per token over all layers on one TP rank."""
         a = self.attention
         layers = a.full_attention_layers or self.layers
+        if a.kind == "hybrid_dsa":
+            # GLM-5-Next's DSA layers (model_runner_kv_cache_mixin.py:94-159; trtllm keeps the latent at kv_lora +
+            # rope, :362-370): FP8 = raw latent + an fp32 descale per 128 + FP8 indexer keys with an fp32 scale per
+            # 128; BF16 (SM86) = latent and indexer keys both BF16. Not split by TP (MLA is replicated).
+            if dtype_bytes == 1:
+                latent = a.kv_lora_rank + a.qk_rope_head_dim + a.kv_lora_rank // 128 * 4
+                return (latent + a.index_head_dim + a.index_head_dim // 128 * 4) * layers
+            return ((a.kv_lora_rank + a.qk_rope_head_dim) * 2 + a.index_head_dim * 2) * layers
         if a.kind.startswith("mla"):
             cell = (a.kv_lora_rank + a.qk_rope_head_dim) * layers * dtype_bytes
             if a.kind == "mla_nsa":  # fp8 index keys + an fp32 scale per 128 (already fp8 whatever the KV dtype)
@@ -170,6 +179,12 @@ class ModelSpec:
             conv = (2 * kh * kd + vh * vd) * (a.linear_conv_kernel - 1) * 2
             ssm = vh * kd * vd * 4
             return (conv + ssm) * linear_layers // tp
+        if a.kind == "hybrid_dsa":  # KDA state, KimiLinearStateShape (mamba_utils.py:197-232): q/k/v conv + SSM
+            linear_layers = self.layers - a.full_attention_layers
+            width = a.linear_value_heads * a.linear_value_head_dim // tp
+            conv = 3 * width * (a.linear_conv_kernel - 1) * 2
+            ssm = a.linear_value_heads // tp * a.linear_value_head_dim * a.linear_value_head_dim * 4
+            return (conv + ssm) * linear_layers
         if a.kind == "gqa_swa":
             swa_layers = self.layers - a.full_attention_layers
             return 2 * max(1, a.kv_heads // tp) * a.head_dim * swa_layers * 2 * a.sliding_window

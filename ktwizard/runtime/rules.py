@@ -114,14 +114,52 @@ def fp8_block_shard_problem(spec: ModelSpec, tp: int) -> str | None:
     return None
 
 
-def fp8_block_tps(spec: ModelSpec, most: int) -> tuple[int, ...]:
-    """Tensor-parallel sizes up to `most` that the attention heads and the FP8 blocks both allow."""
+def loadable_tps(spec: ModelSpec, most: int) -> tuple[int, ...]:
+    """Tensor-parallel sizes up to `most` that the attention heads and the checkpoint's shards both allow."""
     heads = spec.attention.heads
     return tuple(
-        tp
-        for tp in range(1, most + 1)
-        if heads % tp == 0 and fp8_block_shard_problem(spec, tp) is None and (tp & (tp - 1)) == 0
+        tp for tp in range(1, most + 1) if heads % tp == 0 and shard_problem(spec, tp) is None and (tp & (tp - 1)) == 0
     )
+
+
+# --- GPTQ (Marlin) MoE checkpoints and tensor parallelism ------------------------------------------------------------
+# A GPTQ 4-bit checkpoint on CUDA becomes gptq_marlin (gptq.py:373-397, 411-433); its MoE layers, the GPU experts KT
+# keeps, are GPTQMarlinMoEMethod. With group scales and desc_act=false, create_weights sizes the down projection's
+# scale and zero tables for the FULL intermediate size on every rank (gptq.py:1025-1032: per-partition x moe_tp_size)
+# and marks them load_full_w2 (:1084, :1110), but FusedMoE's loader never reads that mark: _load_w2 narrows the
+# checkpoint's [I/group, H] table at tp_rank x (its own row count) (fused_moe_triton/layer.py:519, :541; the scale
+# dim is flipped by is_transposed, :759). Rank 0 reads every row (wrong for its shard), rank 1 asks for rows past the
+# end and the load stops with "start (n) + length (n) exceeds dimension size (n)" -- reported on
+# Qwen3-30B-A3B-GPTQ-Int4 at TP 2 (sgl-project/sglang#13252) and Qwen3.5-122B-A10B-GPTQ-Int4 under KT at TP 4
+# (kvcache-ai/ktransformers#1943). Channel-wise scales (group_size -1) load through the per-channel path instead
+# (layer.py:388-406); desc_act=true checkpoints are refused earlier (kt-kernel's GPTQ loader reads desc_act=false).
+# Divisibility (the Marlin tiles, marlin_utils.py:170-202) never gets a say: the first TP > 1 already fails.
+
+
+def gptq_shard_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why a GPTQ (group-scaled) checkpoint's GPU experts cannot be loaded over `tp` GPUs, or None when they can."""
+    fmt = spec.expert_format
+    if tp <= 1 or fmt.kind != "gptq_int4" or fmt.block <= 0:
+        return None
+    size = spec.moe_intermediate
+    return (
+        f"sglang-kt 0.7.2 cannot load a GPTQ MoE checkpoint over {tp} GPUs: every rank allocates the down "
+        f"projection's group scales for the full {size // fmt.block} groups (gptq.py:1025-1032) and the loader then "
+        f"reads them from row {size // fmt.block} x rank, past the end on rank 1 (fused_moe_triton/layer.py:519-541; "
+        "sgl-project/sglang#13252, kvcache-ai/ktransformers#1943)"
+    )
+
+
+def shard_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why the checkpoint's weights cannot be split over `tp` GPUs (block FP8 or GPTQ), or None when they can."""
+    return fp8_block_shard_problem(spec, tp) or gptq_shard_problem(spec, tp)
+
+
+def shard_instead(spec: ModelSpec) -> str:
+    """What would split over more GPUs when this checkpoint cannot."""
+    if spec.expert_format.kind == "gptq_int4":
+        return "the model's BF16 or FP8 checkpoint"
+    return "a BF16 checkpoint"
 
 
 # --- Expert-distribution recorder ------------------------------------------------------------------------------------
