@@ -36,7 +36,8 @@ NON_EXPERT_GROUPS = (
 
 @dataclass(frozen=True)
 class Attention:
-    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | hybrid_dsa (GLM-5-Next: KDA + DSA layers)
+    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | hybrid_dsa (GLM-5-Next: KDA + DSA layers) |
+    # gqa_msa (MiniMax-M3: GQA + block-sparse attention with index keys)
     heads: int
     kv_heads: int
     head_dim: int = 0
@@ -54,6 +55,11 @@ class Attention:
     linear_value_heads: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
+    # MiniMax sparse attention (gqa_msa): layers with an index branch, those of them that keep index values too, and
+    # the tokens a sparse layer attends to (sparse_topk_blocks x sparse_block_size)
+    index_layers: int = 0
+    index_value_layers: int = 0
+    sparse_topk_tokens: int = 0
 
     @property
     def mla(self) -> bool:
@@ -102,6 +108,9 @@ class ModelSpec:
     revision: str = field(default="", compare=False)
     download_bytes: int = field(default=0, compare=False)
     download_rate: float = field(default=0.0, compare=False)  # bytes/s measured from this machine; 0 = not measured
+    # Routed experts use a clamped SwiGLU (MiniMax-M3's swigluoai: swiglu_alpha / swiglu_limit), which kt-kernel
+    # applies only under some methods (runtime/rules.loader_problem)
+    clamped_swiglu: bool = False
 
     @property
     def moe_layer_count(self) -> int:
@@ -153,7 +162,18 @@ class ModelSpec:
                 cell += (a.index_head_dim + a.index_head_dim // 128 * 4) * layers
             return cell
         kv_per_rank = max(1, a.kv_heads // tp)
-        return 2 * kv_per_rank * a.head_dim * layers * dtype_bytes
+        cell = 2 * kv_per_rank * a.head_dim * layers * dtype_bytes
+        if a.kind == "gqa_msa":
+            cell += self.index_cell_bytes()
+        return cell
+
+    def index_cell_bytes(self) -> int:
+        """MiniMax sparse attention's index cache per token: one index key per sparse layer (and a value where the
+        layer keeps one), a single head of sparse_index_dim in the model dtype (bf16) whatever the KV dtype and TP
+        (MiniMaxSparseKVPool: mem_cache/memory_pool.py:2189, :2227-2255; index_dtype=self.dtype and head_num=1 at
+        model_executor/model_runner_kv_cache_mixin.py:934-947)."""
+        a = self.attention
+        return (a.index_layers + a.index_value_layers) * a.index_head_dim * 2
 
     def per_request_state_bytes(self, tp: int = 1) -> int:
         """Fixed state a running request keeps whatever its length (linear-attention / sliding windows)."""

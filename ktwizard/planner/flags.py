@@ -276,6 +276,16 @@ def build_flags(
                 "(mxfp4.py:704-725), as the budget counts them",
             )
         )
+    if spec.clamped_swiglu and not M.mxfp4_upcast(spec):
+        f.append(
+            Flag(
+                "--moe-runner-backend",
+                "triton",
+                "MiniMax-M3's GPU experts: the runner KT's MiniMax-M3 tutorial launches with (its MXFP8 weights and "
+                "clamped SwiGLU); 0.7.2 forces it anyway for BF16 weights, where deep_gemm corrupts the output "
+                "(server_args.py:2446-2454)",
+            )
+        )
     if _blackwell(gpus) and (
         spec.expert_format.kind.startswith("fp8") or spec.other_format.kind.startswith("fp8") or spec.attention.mla
     ):

@@ -71,6 +71,10 @@ def own_params(cfg: dict) -> dict:
     elif "num_experts" in c:
         moe, Im, Id = list(range(L)), c["moe_intermediate_size"], 0
         shared = c.get("shared_expert_intermediate_size", 0)
+    elif arch.startswith("MiniMaxM3"):  # minimax_m3.py:1359-1383: moe_layer_freq, dense_intermediate_size, shared
+        moe = [i for i in range(L) if c["moe_layer_freq"][i]]
+        Im, Id = c["intermediate_size"], c["dense_intermediate_size"]
+        shared = c["n_shared_experts"] * Im
     else:
         moe, Im, Id, shared = list(range(L)), c["intermediate_size"], 0, 0
     total = V * H * (1 if c.get("tie_word_embeddings") else 2) + H
@@ -112,12 +116,25 @@ def own_params(cfg: dict) -> dict:
                 p += 2 * hd
             if arch == "MiniMaxM2ForCausalLM":
                 p += heads * hd + kv * hd
+            if arch.startswith("MiniMaxM3"):  # per-head q/k norms; the index branch on sparse layers (:590-660)
+                p += 2 * hd
+                sc = c["sparse_attention_config"]
+                ih, idim = sc["sparse_num_index_heads"], sc["sparse_index_dim"]
+                if sc["sparse_attention_freq"][i]:
+                    p += H * ih * idim + H * idim + 2 * idim
+                    if not sc["sparse_disable_index_value"][i]:
+                        p += H * idim + ih * idim * H
         if i in moe:
             p += E * H + E * per_expert + 3 * H * shared
-            if c.get("topk_method") == "noaux_tc" or arch in (
-                "Glm4MoeForCausalLM",
-                "MiniMaxM2ForCausalLM",
-                "GptOssForCausalLM",
+            if (
+                c.get("topk_method") == "noaux_tc"
+                or arch
+                in (
+                    "Glm4MoeForCausalLM",
+                    "MiniMaxM2ForCausalLM",
+                    "GptOssForCausalLM",
+                )
+                or c.get("use_routing_bias")
             ):
                 p += E
             if hybrid:
