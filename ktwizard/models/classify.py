@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.(.*)$")
-_VISION = re.compile(r"(vision_tower|visual\.|vision_model|mm_projector|multi_modal_projector)")
+# patch_merge_mlp: MiniMax-M3's token-merging MLP after its vision tower (minimax_vl_common.py)
+_VISION = re.compile(r"(vision_tower|visual\.|vision_model|mm_projector|multi_modal_projector|patch_merge_mlp)")
 
 
 def classify(name: str, num_layers: int) -> tuple[str, int | None]:
@@ -28,7 +29,7 @@ def classify(name: str, num_layers: int) -> tuple[str, int | None]:
         return "mtp", layer
     if re.match(r"(mlp|block_sparse_moe)\.experts\.", rest):
         return "routed_experts", layer
-    if re.match(r"mlp\.shared_expert", rest):
+    if re.match(r"(mlp|block_sparse_moe)\.shared_expert", rest):
         return "shared_experts", layer
     if re.match(r"(mlp|block_sparse_moe)\.(gate|router)\.|block_sparse_moe\.e_score_correction_bias", rest):
         return "router", layer

@@ -21,7 +21,7 @@ from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, ch
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
-from ktwizard.runtime import kernels, rules
+from ktwizard.runtime import glm5_next, kernels, rules
 from ktwizard.runtime.catalog import check_flags
 from ktwizard.units import human
 
@@ -194,6 +194,12 @@ def plan(
         overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
     if problem := kernels.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
         overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
+    if problem := glm5_next.method_problem(spec, choice.method):
+        overflows.insert(0, problem)  # GLM-5-Next: native FP8 checkpoint and --kt-method FP8 only
+    if problem := glm5_next.kv_problem(spec, tuple(g.compute_capability for g in gpus), goals.kv_dtype or "auto"):
+        overflows.insert(0, problem)
+    if problem := glm5_next.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
+        overflows.insert(0, problem)  # GLM-5-Next: SM86, SM89 and Blackwell only
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
     host_budgets = host_budget.host_budgets(host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise)
@@ -315,7 +321,7 @@ def _notes(
                 "plan on the machine itself (ktwizard probe --save) for the total NVML reports",
             )
         )
-    if not sizing.backend_known and sizing.spec.attention.kind.startswith("mla"):
+    if not sizing.backend_known and sizing.spec.attention.mla:
         notes.append(
             Notice(
                 "info",

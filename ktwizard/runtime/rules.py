@@ -245,6 +245,12 @@ def recorder_passes(requests: int, max_tokens: int) -> int:
 MXFP4_LAYOUT_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM"})
 
 
+# MiniMax-M3's experts: swigluoai, min(gate, limit) * sigmoid(alpha * gate) * (clamp(up, -limit, limit) + 1).
+# kt_ep_wrapper passes (alpha, limit) to kt-kernel only for these methods (block FP8 only for GLM-5-Next) and zeroes
+# them otherwise.
+CLAMPED_SWIGLU_METHODS = ("MXFP4", "MXFP8")
+
+
 def loader_problem(spec: ModelSpec, method: str) -> str | None:
     """Why kt-kernel 0.7.2 cannot load this checkpoint's routed experts with `method`, or None."""
     if spec.architecture == "GptOssForCausalLM":
@@ -253,6 +259,14 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
             "per-expert layout and fails with 'No experts found' (kt_kernel/utils/loader.py:1198-1270, "
             "utils/amx.py:760-789); the BF16 loader's packed layout is Qwen3.5's, without the expert biases gpt-oss "
             "has (loader.py:573-712). Serve gpt-oss with plain SGLang on the GPUs, without KT"
+        )
+    if spec.clamped_swiglu and method not in CLAMPED_SWIGLU_METHODS:
+        return (
+            f"{spec.architecture}'s routed experts use a clamped SwiGLU (swigluoai: swiglu_alpha, swiglu_limit) that "
+            f"kt-kernel 0.7.2 applies only under {' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} the wrapper "
+            "zeroes both and the CPU experts would compute plain SiLU, silently wrong "
+            "(sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310; kt_kernel/experts.py:378-393). Use the "
+            "MXFP8 checkpoint (preset minimax-m3-mxfp8, MiniMaxAI/MiniMax-M3-MXFP8) with --kt-method MXFP8"
         )
     if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
         return (

@@ -173,7 +173,7 @@ def attention_lanes(s: Setup, concurrency: int) -> int:
     block per request and KV head), or per query head for MLA (the absorbed kernel shares one latent among all of
     them)."""
     a = s.spec.attention
-    heads = a.heads if a.kind.startswith("mla") else a.kv_heads
+    heads = a.heads if a.mla else a.kv_heads
     return max(1, concurrency) * max(1, heads // s.tp)
 
 
@@ -191,8 +191,8 @@ def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
     layers."""
     a = spec.attention
     layers = a.full_attention_layers or spec.layers
-    qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.kind.startswith("mla") else a.head_dim
-    v = a.v_head_dim if a.kind.startswith("mla") else a.head_dim
+    qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.mla else a.head_dim
+    v = a.v_head_dim if a.mla else a.head_dim
     return 2.0 * n * (prefix + n / 2) * a.heads * (qk + v) * layers
 
 

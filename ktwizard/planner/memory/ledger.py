@@ -16,7 +16,7 @@ from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem
 from ktwizard.planner.memory.steps import Int4Layer, Step
-from ktwizard.runtime import rules
+from ktwizard.runtime import glm5_next, rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
 # never alive together (budget.BudgetItem.exclusive).
@@ -55,14 +55,16 @@ def recorder_buffer(spec: ModelSpec, recording: bool) -> BudgetItem | None:
 def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
     """deepseek_weight_loader.py:402-620: w_kc and w_vc are new bf16 tensors made from kv_b_proj, which is kept."""
     a = spec.attention
-    if not a.kind.startswith("mla"):
+    if not a.mla:
         return None
     per_layer = a.heads * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank * 2
+    # GLM-5-Next: only its DSA layers have a kv_b_proj (post_load_weights splits the layers whose kv_b_proj loaded)
+    layers = a.full_attention_layers if a.kind == "hybrid_dsa" else spec.layers
     return BudgetItem(
         "MLA w_kc/w_vc copies",
-        ceil(per_layer * spec.layers / tp),
+        ceil(per_layer * layers / tp),
         f"bf16 copies of kv_b_proj per layer ({a.heads} heads x ({a.qk_nope_head_dim}+{a.v_head_dim}) x "
-        f"{a.kv_lora_rank}) x {spec.layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
+        f"{a.kv_lora_rank}) x {layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
         "weights",
         source="srt/models/deepseek_common/deepseek_weight_loader.py:402-620",
     )
@@ -111,6 +113,34 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
             tokens * cell,
             f"{tokens} tokens x {cell} B per token: latent KV and FP8 indexer keys as NSATokenToKVPool allocates "
             "them (model_runner_kv_cache_mixin.py:153-159, :372-386)",
+        )
+    if a.kind == "gqa_msa":
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        index = spec.index_cell_bytes()
+        # every sub-pool holds size + page_size rows (memory_pool.py:812-820); the plan runs 1-token pages
+        return Pool(
+            tokens,
+            (tokens + 1) * cell,
+            f"({tokens} + 1) tokens x {cell} B per token: K/V of all {spec.layers} layers ({cell - index} B, this "
+            "rank) and "
+            f"the bf16 index keys of the {a.index_layers} sparse layers ({index} B, whole on every rank) as "
+            "MiniMaxSparseKVPool allocates them (memory_pool.py:2214-2255, model_runner_kv_cache_mixin.py:929-950). "
+            "SGLang's profile counts only the K/V (:57-193 has no MiniMax branch), so the index cache comes out of "
+            "the room --mem-fraction-static leaves; the cap keeps the pool to what is budgeted here",
+        )
+    if glm5_next.applies(spec):
+        # Glm5NextNSATokenToKVPool: the runtime floors the pool to whole 64-token pages (:636-640), and every buffer
+        # holds size + page_size rows (memory_pool.py:1441, :1801; glm5_next_memory_pool.py:168-177); the KPool
+        # live tails of each request slot come out of the same budget (model_runner_kv_cache_mixin.py:613-622)
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        cap = ceil(tokens / glm5_next.PAGE_SIZE) * glm5_next.PAGE_SIZE
+        tail = glm5_next.tail_bytes(spec, concurrency)
+        return Pool(
+            cap,
+            (cap + glm5_next.PAGE_SIZE) * cell + tail,
+            f"({cap} + {glm5_next.PAGE_SIZE}) tokens x {cell} B (latent KV and indexer keys of "
+            f"{a.full_attention_layers} DSA layers) + {tail} B of KPool tails for {concurrency} request(s) "
+            "(glm5_next_memory_pool.py:160-196, model_runner_kv_cache_mixin.py:94-159, :195-227)",
         )
     if a.kind != "gqa_swa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)
