@@ -36,6 +36,7 @@ class Arch:
     qk_norm: bool = True
     estimated: tuple[tuple[str, int], ...] = ()  # bytes not described by the config (vision towers), named estimates
     full_attention_at: tuple[int, ...] = ()  # hybrid models: the layers with softmax attention (the rest are linear)
+    hash_layers: int = 0  # DeepSeek-V4: the first layers route by token id (a tid2eid table, no score bias)
 
 
 @dataclass(frozen=True)

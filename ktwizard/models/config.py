@@ -76,7 +76,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         raise BadInput(f"{where}: num_hidden_layers, hidden_size and num_attention_heads must be positive")
     if layers > MAX_LAYERS or hidden > MAX_WIDTH:
         raise BadInput(f"{where}: {layers} layers of width {hidden} is not a real model (at most {MAX_LAYERS} layers)")
-    expert_fmt, other_fmt = _formats(text)
+    expert_fmt, other_fmt = family.formats(text) if family.formats else _formats(text)
     moe = family.moe(c, layers)
     if not moe.moe_layers or moe.experts == 0:
         raise BadInput(f"{where}: the model has no MoE layers; ktwizard serves Mixture-of-Experts models only")
@@ -117,4 +117,5 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         qk_norm=bool(text.get("use_qk_norm", True)),
         estimated=tuple(sorted((str(k), int(v)) for k, v in estimated.items())),
         full_attention_at=tuple(i for i in range(layers) if is_full_attention(text, i)) if hybrid else (),
+        hash_layers=moe.hash_layers,
     )

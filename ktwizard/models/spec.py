@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import ceil
 
+from ktwizard.models import dsv4_kv
 from ktwizard.models.formats import WeightFormat
 
 GROUPS = (
@@ -36,7 +38,7 @@ NON_EXPERT_GROUPS = (
 
 @dataclass(frozen=True)
 class Attention:
-    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear
+    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | dsv4
     heads: int
     kv_heads: int
     head_dim: int = 0
@@ -54,6 +56,14 @@ class Attention:
     linear_value_heads: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
+    # DeepSeek-V4 (models/deepseek_v4.py): per-layer compression 0 / 4 / 128 as config.json lists it (MTP entries
+    # last: the runtime's pool calculator counts them all), the grouped low-rank output, the indexer's top-k and the
+    # hyper-connections' copies of the residual stream
+    compress_ratios: tuple[int, ...] = ()
+    o_lora_rank: int = 0
+    o_groups: int = 0
+    index_topk: int = 0
+    hc_mult: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,8 @@ class ModelSpec:
         """SGLang's cell_size: KV bytes per token over all layers on one TP rank."""
         a = self.attention
         layers = a.full_attention_layers or self.layers
+        if a.kind == "dsv4":  # the pool's own per-token accounting at the runtime's default SWA share (dsv4_kv.py)
+            return ceil(dsv4_kv.bytes_per_full_token(dsv4_kv.layout(a), dsv4_kv.DEFAULT_SWA_RATIO))
         if a.kind.startswith("mla"):
             cell = (a.kv_lora_rank + a.qk_rope_head_dim) * layers * dtype_bytes
             if a.kind == "mla_nsa":  # fp8 index keys + an fp32 scale per 128 (already fp8 whatever the KV dtype)
@@ -141,6 +153,14 @@ class ModelSpec:
             return cell
         kv_per_rank = max(1, a.kv_heads // tp)
         return 2 * kv_per_rank * a.head_dim * layers * dtype_bytes
+
+    def kv_read_bytes(self, context: int, tp: int = 1) -> float:
+        """KV bytes decode attention reads per stream and decoded token at this context: every cached token, except
+        DeepSeek-V4, which reads its window, the top-k of its 4x-compressed entries with their indexer keys, and every
+        128x-compressed entry (dsv4_kv.read_per_token)."""
+        if self.attention.kind == "dsv4":
+            return dsv4_kv.read_per_token(dsv4_kv.layout(self.attention), self.attention, context)
+        return context * self.kv_cell_bytes(tp)
 
     def per_request_state_bytes(self, tp: int = 1) -> int:
         """Fixed state a running request keeps whatever its length (linear-attention / sliding windows)."""

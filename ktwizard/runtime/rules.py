@@ -197,12 +197,57 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
             "utils/amx.py:760-789); the BF16 loader's packed layout is Qwen3.5's, without the expert biases gpt-oss "
             "has (loader.py:573-712). Serve gpt-oss with plain SGLang on the GPUs, without KT"
         )
+    dsv4 = dsv4_method_problem(spec, method)
+    if dsv4:
+        return dsv4
     if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
         return (
             f"kt-kernel 0.7.2's MXFP4 loader reads only DeepSeek-V4-Flash's per-expert layout "
             f"(kt_kernel/utils/loader.py:1198-1270), not {spec.architecture}'s"
         )
     return None
+
+
+# --- DeepSeek-V4 (compressed MQA + sliding window + indexer) ------------------------------------------------------
+# server_args.py:1802-1827 forces the `compressed` attention backend and 256-token pages for DeepseekV4ForCausalLM
+# and accepts only an fp8_e4m3 KV cache (`auto` becomes it; anything else fails an assert). The model class then
+# refuses to load unless SGLANG_DSV4_MODE is 2601 or 2604 (models/deepseek_v4.py:1682-1686); deepseek-ai's
+# checkpoints are the 2604 layout (head_dim, sliding_window, `.scale` names, configs/model_config.py:567-572), and
+# their `swiglu_limit` makes the MXFP4 MoE method demand submode 2604B (mxfp4_deepseek.py:186-192). kt-kernel applies
+# that clamp only for FP8 / MXFP4 / MXFP8 / LLAMAFILE and raises for any other method (kt_kernel/experts.py:369-386;
+# its own launcher refuses the mix too, kt_kernel/cli/commands/run.py:594-603).
+DSV4_BACKEND = "compressed"
+DSV4_KV_DTYPE = "fp8_e4m3"
+DSV4_ENV = (
+    (
+        "SGLANG_DSV4_MODE",
+        "2604",
+        "the 2604 checkpoint layout; the model refuses to load without it (deepseek_v4.py:1682)",
+    ),
+    (
+        "SGLANG_DSV4_2604_SUBMODE",
+        "2604B",
+        "the checkpoint's SwiGLU clamp (swiglu_limit 10): the MXFP4 MoE method asserts this submode for it "
+        "(mxfp4_deepseek.py:186-192)",
+    ),
+)
+DSV4_CLAMP_METHODS = ("FP8", "MXFP4", "MXFP8", "LLAMAFILE")  # kt_kernel/experts.py:378-386
+DSV4_MIN_CC = 89  # doc/en/DeepSeek-V4-Flash.md: Ampere not supported; deepseekv4_memory_pool.py:504-509 FP8 from SM89
+
+
+def is_dsv4(spec: ModelSpec) -> bool:
+    return spec.attention.kind == "dsv4"
+
+
+def dsv4_method_problem(spec: ModelSpec, method: str) -> str | None:
+    """Why kt-kernel 0.7.2 cannot run DeepSeek-V4's CPU experts with `method`, naming what runs; or None."""
+    if not is_dsv4(spec) or method in DSV4_CLAMP_METHODS:
+        return None
+    return (
+        f"DeepSeek-V4's experts clamp SwiGLU at 10 (swiglu_limit, submode 2604B), which kt-kernel 0.7.2 applies only "
+        f"for {', '.join(DSV4_CLAMP_METHODS)}: with {method} it raises at load (kt_kernel/experts.py:369-386). Use "
+        "--method MXFP4, which reads the checkpoint's own MXFP4 experts"
+    )
 
 
 # --- Health checks ---------------------------------------------------------------------------------------------------
