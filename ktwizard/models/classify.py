@@ -6,7 +6,8 @@ import re
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.(.*)$")
 _NATIVE_TOP = {"embed.weight": "embeddings", "head.weight": "lm_head"}
-_VISION = re.compile(r"(vision_tower|visual\.|vision_model|mm_projector|multi_modal_projector)")
+# patch_merge_mlp: MiniMax-M3's token-merging MLP after its vision tower (minimax_vl_common.py)
+_VISION = re.compile(r"(vision_tower|visual\.|vision_model|mm_projector|multi_modal_projector|patch_merge_mlp)")
 
 
 def classify(name: str, num_layers: int) -> tuple[str, int | None]:
@@ -31,7 +32,7 @@ def classify(name: str, num_layers: int) -> tuple[str, int | None]:
         return "mtp", layer
     if re.match(r"(mlp|block_sparse_moe|ffn)\.experts\.", rest):
         return "routed_experts", layer
-    if re.match(r"(mlp|ffn)\.shared_expert", rest):
+    if re.match(r"(mlp|block_sparse_moe|ffn)\.shared_expert", rest):
         return "shared_experts", layer
     if re.match(r"(mlp|block_sparse_moe|ffn)\.(gate|router)\.|block_sparse_moe\.e_score_correction_bias", rest):
         return "router", layer

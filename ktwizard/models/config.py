@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ktwizard.errors import BadInput
+from ktwizard.models import glm5_next
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.families import family_for, is_full_attention
+from ktwizard.models.families import family_for, is_full_attention, minimax_sparse_layers
 from ktwizard.models.formats import BF16, WeightFormat
 
 # Sizes no real model has: a config with more is a typing error or hostile, and would allocate without bound.
@@ -52,7 +53,12 @@ def _formats(cfg: dict) -> tuple[WeightFormat, WeightFormat]:
     if method in ("gptq", "gptq_marlin") and int(q.get("bits") or 0) == 4:
         if q.get("desc_act"):
             raise BadInput("GPTQ with desc_act=true: kt-kernel's GPTQ_INT4 loader reads desc_act=false only")
-        fmt = WeightFormat("gptq_int4", int(q.get("group_size") or 128))
+        group = int(q.get("group_size") or 128)
+        if group <= 0 or group % 8:
+            # group_size -1 (one scale per column) and odd groups: kt-kernel derives its group from the scales' rows
+            # (kt_kernel/utils/amx.py:983-988) and ktwizard sizes group-scaled layouts only
+            raise BadInput(f"GPTQ group_size {group}: ktwizard sizes group-scaled GPTQ (32, 64, 128) only")
+        fmt = WeightFormat("gptq_int4", group)
         return fmt, fmt
     raise BadInput(
         f"quantization method '{method}' is not supported yet "
@@ -92,6 +98,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         raise BadInput(f"{where}: 'estimated_bytes' must be a mapping of names to byte counts")
     attention = family.attention(c, layers)
     hybrid = attention.kind == "hybrid_linear"
+    sparse_at, index_value_at = minimax_sparse_layers(c, layers) if attention.kind == "gqa_msa" else ((), ())
     return Arch(
         family=family.name,
         architecture=arch,
@@ -116,6 +123,15 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         text_prefix=prefix,
         qk_norm=bool(text.get("use_qk_norm", True)),
         estimated=tuple(sorted((str(k), int(v)) for k, v in estimated.items())),
-        full_attention_at=tuple(i for i in range(layers) if is_full_attention(text, i)) if hybrid else (),
+        full_attention_at=glm5_next.full_attention_layers(text, layers, where)
+        if attention.kind == glm5_next.KIND
+        else tuple(i for i in range(layers) if is_full_attention(text, i))
+        if hybrid
+        else (),
+        sparse_attention_at=sparse_at,
+        index_value_at=index_value_at,
+        # swigluoai with a nonzero alpha: kt-kernel disambiguates it from plain SiLU by alpha != 0
+        # (sglang/srt/layers/moe/kt_ep_wrapper.py:5284-5291)
+        clamped_swiglu=text.get("hidden_act") == "swigluoai" and bool(text.get("swiglu_alpha")),
         hash_layers=moe.hash_layers,
     )

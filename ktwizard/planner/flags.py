@@ -10,12 +10,13 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory import linear_state
 from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.methods import MethodChoice
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
+from ktwizard.runtime import glm5_next, rules
 from ktwizard.runtime import release as runtime_env
-from ktwizard.runtime import rules
 
 SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 SERVED_BAD = re.compile(r"[^A-Za-z0-9._:/@+-]+")
@@ -103,7 +104,8 @@ def build_flags(
             Flag(
                 "--max-mamba-cache-size",
                 sizing.state_pool.slots,
-                "linear-attention state slots: 3 per running request, so the KV pool keeps the rest of its budget",
+                f"linear-attention state slots: {linear_state.slots_per_request(spec)} per running request, so the KV "
+                "pool keeps the rest of its budget",
             )
         )
     f += [
@@ -225,6 +227,8 @@ def build_flags(
         # runtime's DSA branch would set is rendered, so the plan says what runs
         major = min(g.cc_major for g in gpus)
         prefill, decode = rules.nsa_kernels(sizing.dsa_kv, major)
+        if glm5_next.applies(spec):  # server_args.py:1692-1706: GLM's KPool4 needs the model-local trtllm dispatcher
+            prefill = decode = glm5_next.NSA_BACKEND
         f += [
             Flag(
                 "--attention-backend",
@@ -241,6 +245,23 @@ def build_flags(
                 "DeepSeek sparse attention runs with 64-token pages (server_args.py:1925-1927, memory_pool.py:1785)",
             ),
         ]
+    if glm5_next.applies(spec):
+        f += [
+            Flag(
+                "--moe-runner-backend",
+                glm5_next.MOE_RUNNER,
+                "GLM-5-Next accepts only the triton MoE runner (server_args.py:1586-1594: the others do not carry its "
+                "swiglu_limit)",
+            ),
+            Flag(
+                "--disable-radix-cache",
+                True,
+                "GLM-5-Next's KPool tails are per request: the runtime turns the prefix cache off itself "
+                "(server_args.py:1664-1667)",
+            ),
+        ]
+        # server_args.py:1597-1601 refuses mixed chunks for this model; the rest of the list is never rendered
+        f = [fl for fl in f if fl.name not in glm5_next.REFUSED_FLAGS]
     elif rules.is_dsv4(spec):
         f += [
             Flag(
@@ -255,7 +276,7 @@ def build_flags(
                 "the only KV dtype 0.7.2 accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted",
             ),
         ]
-    elif hints.attention_backend:
+    elif sizing.dsa_kv is None and hints.attention_backend:
         f.append(
             Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family")
         )
@@ -268,6 +289,16 @@ def build_flags(
                 "no topk_ids, which KT's apply reads (server_args.py:2124-2133, topk.py:174-197, "
                 "kt_ep_wrapper.py:5919): the triton runner gives standard top-k and upcasts the GPU experts to BF16 "
                 "(mxfp4.py:704-725), as the budget counts them",
+            )
+        )
+    if spec.clamped_swiglu and not M.mxfp4_upcast(spec):
+        f.append(
+            Flag(
+                "--moe-runner-backend",
+                "triton",
+                "MiniMax-M3's GPU experts: the runner KT's MiniMax-M3 tutorial launches with (its MXFP8 weights and "
+                "clamped SwiGLU); 0.7.2 forces it anyway for BF16 weights, where deep_gemm corrupts the output "
+                "(server_args.py:2446-2454)",
             )
         )
     if _blackwell(gpus) and (

@@ -32,7 +32,11 @@ GPU_KERNELS = {
     # below SM100 the weights are converted to 128x128 block FP8 at load (sglang/srt/utils/common.py:3606-3616)
     "mxfp8": GpuKernel("mxfp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165, utils/common.py:3606-3616"),
     "nvfp4": GpuKernel("modelopt_fp4", 100, "sglang/srt/layers/quantization/modelopt_quant.py:951-953"),
-    "gptq_int4": GpuKernel("gptq", 60, "sglang/srt/layers/quantization/gptq.py:197-204 (gptq_marlin: 80, :346)"),
+    # A MoE model needs gptq_marlin (SM80, gptq.py:346-347; marlin_utils.py:89 offers no type below 80): below it the
+    # checkpoint stays plain gptq (SM60), whose get_quant_method raises for every MoE layer (gptq.py:246-247).
+    "gptq_int4": GpuKernel(
+        "gptq_marlin", 80, "sglang/srt/layers/quantization/gptq.py:246-247, 346-347; marlin_utils.py:89"
+    ),
 }
 
 # What to download instead when the GPU is too old for a format (same model, another checkpoint).
@@ -42,6 +46,7 @@ INSTEAD = {
     "mxfp4": "the BF16 checkpoint, or an Ampere-or-newer GPU",
     "fp8_block": "the BF16 checkpoint, or an Ampere-or-newer GPU",
     "fp8_channel": "the BF16 checkpoint, or an Ampere-or-newer GPU",
+    "gptq_int4": "the BF16 checkpoint, or an Ampere-or-newer GPU",
 }
 
 

@@ -114,14 +114,52 @@ def fp8_block_shard_problem(spec: ModelSpec, tp: int) -> str | None:
     return None
 
 
-def fp8_block_tps(spec: ModelSpec, most: int) -> tuple[int, ...]:
-    """Tensor-parallel sizes up to `most` that the attention heads and the FP8 blocks both allow."""
+def loadable_tps(spec: ModelSpec, most: int) -> tuple[int, ...]:
+    """Tensor-parallel sizes up to `most` that the attention heads and the checkpoint's shards both allow."""
     heads = spec.attention.heads
     return tuple(
-        tp
-        for tp in range(1, most + 1)
-        if heads % tp == 0 and fp8_block_shard_problem(spec, tp) is None and (tp & (tp - 1)) == 0
+        tp for tp in range(1, most + 1) if heads % tp == 0 and shard_problem(spec, tp) is None and (tp & (tp - 1)) == 0
     )
+
+
+# --- GPTQ (Marlin) MoE checkpoints and tensor parallelism ------------------------------------------------------------
+# A GPTQ 4-bit checkpoint on CUDA becomes gptq_marlin (gptq.py:373-397, 411-433); its MoE layers, the GPU experts KT
+# keeps, are GPTQMarlinMoEMethod. With group scales and desc_act=false, create_weights sizes the down projection's
+# scale and zero tables for the FULL intermediate size on every rank (gptq.py:1025-1032: per-partition x moe_tp_size)
+# and marks them load_full_w2 (:1084, :1110), but FusedMoE's loader never reads that mark: _load_w2 narrows the
+# checkpoint's [I/group, H] table at tp_rank x (its own row count) (fused_moe_triton/layer.py:519, :541; the scale
+# dim is flipped by is_transposed, :759). Rank 0 reads every row (wrong for its shard), rank 1 asks for rows past the
+# end and the load stops with "start (n) + length (n) exceeds dimension size (n)" -- reported on
+# Qwen3-30B-A3B-GPTQ-Int4 at TP 2 (sgl-project/sglang#13252) and Qwen3.5-122B-A10B-GPTQ-Int4 under KT at TP 4
+# (kvcache-ai/ktransformers#1943). Channel-wise scales (group_size -1) load through the per-channel path instead
+# (layer.py:388-406); desc_act=true checkpoints are refused earlier (kt-kernel's GPTQ loader reads desc_act=false).
+# Divisibility (the Marlin tiles, marlin_utils.py:170-202) never gets a say: the first TP > 1 already fails.
+
+
+def gptq_shard_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why a GPTQ (group-scaled) checkpoint's GPU experts cannot be loaded over `tp` GPUs, or None when they can."""
+    fmt = spec.expert_format
+    if tp <= 1 or fmt.kind != "gptq_int4" or fmt.block <= 0:
+        return None
+    size = spec.moe_intermediate
+    return (
+        f"sglang-kt 0.7.2 cannot load a GPTQ MoE checkpoint over {tp} GPUs: every rank allocates the down "
+        f"projection's group scales for the full {size // fmt.block} groups (gptq.py:1025-1032) and the loader then "
+        f"reads them from row {size // fmt.block} x rank, past the end on rank 1 (fused_moe_triton/layer.py:519-541; "
+        "sgl-project/sglang#13252, kvcache-ai/ktransformers#1943)"
+    )
+
+
+def shard_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why the checkpoint's weights cannot be split over `tp` GPUs (block FP8 or GPTQ), or None when they can."""
+    return fp8_block_shard_problem(spec, tp) or gptq_shard_problem(spec, tp)
+
+
+def shard_instead(spec: ModelSpec) -> str:
+    """What would split over more GPUs when this checkpoint cannot."""
+    if spec.expert_format.kind == "gptq_int4":
+        return "the model's BF16 or FP8 checkpoint"
+    return "a BF16 checkpoint"
 
 
 # --- Expert-distribution recorder ------------------------------------------------------------------------------------
@@ -188,6 +226,12 @@ def recorder_passes(requests: int, max_tokens: int) -> int:
 MXFP4_LAYOUT_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM"})
 
 
+# MiniMax-M3's experts: swigluoai, min(gate, limit) * sigmoid(alpha * gate) * (clamp(up, -limit, limit) + 1).
+# kt_ep_wrapper passes (alpha, limit) to kt-kernel only for these methods (block FP8 only for GLM-5-Next) and zeroes
+# them otherwise.
+CLAMPED_SWIGLU_METHODS = ("MXFP4", "MXFP8")
+
+
 def loader_problem(spec: ModelSpec, method: str) -> str | None:
     """Why kt-kernel 0.7.2 cannot load this checkpoint's routed experts with `method`, or None."""
     if spec.architecture == "GptOssForCausalLM":
@@ -200,6 +244,14 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
     dsv4 = dsv4_method_problem(spec, method)
     if dsv4:
         return dsv4
+    if spec.clamped_swiglu and method not in CLAMPED_SWIGLU_METHODS:
+        return (
+            f"{spec.architecture}'s routed experts use a clamped SwiGLU (swigluoai: swiglu_alpha, swiglu_limit) that "
+            f"kt-kernel 0.7.2 applies only under {' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} the wrapper "
+            "zeroes both and the CPU experts would compute plain SiLU, silently wrong "
+            "(sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310; kt_kernel/experts.py:378-393). Use the "
+            "MXFP8 checkpoint (preset minimax-m3-mxfp8, MiniMaxAI/MiniMax-M3-MXFP8) with --kt-method MXFP8"
+        )
     if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
         return (
             f"kt-kernel 0.7.2's MXFP4 loader reads only DeepSeek-V4-Flash's per-expert layout "
@@ -213,9 +265,9 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
 # and accepts only an fp8_e4m3 KV cache (`auto` becomes it; anything else fails an assert). The model class then
 # refuses to load unless SGLANG_DSV4_MODE is 2601 or 2604 (models/deepseek_v4.py:1682-1686); deepseek-ai's
 # checkpoints are the 2604 layout (head_dim, sliding_window, `.scale` names, configs/model_config.py:567-572), and
-# their `swiglu_limit` makes the MXFP4 MoE method demand submode 2604B (mxfp4_deepseek.py:186-192). kt-kernel applies
-# that clamp only for FP8 / MXFP4 / MXFP8 / LLAMAFILE and raises for any other method (kt_kernel/experts.py:369-386;
-# its own launcher refuses the mix too, kt_kernel/cli/commands/run.py:594-603).
+# their `swiglu_limit` makes the MXFP4 MoE method demand submode 2604B (mxfp4_deepseek.py:186-192). The KT wrapper
+# passes that clamp to kt-kernel only for MXFP4 / MXFP8 and zeroes it for any other method (kt_ep_wrapper.py:399-405,
+# :5284-5310): the CPU experts would then compute unclamped SiLU, silently wrong.
 DSV4_BACKEND = "compressed"
 DSV4_KV_DTYPE = "fp8_e4m3"
 DSV4_ENV = (
@@ -231,7 +283,6 @@ DSV4_ENV = (
         "(mxfp4_deepseek.py:186-192)",
     ),
 )
-DSV4_CLAMP_METHODS = ("FP8", "MXFP4", "MXFP8", "LLAMAFILE")  # kt_kernel/experts.py:378-386
 DSV4_MIN_CC = 89  # doc/en/DeepSeek-V4-Flash.md: Ampere not supported; deepseekv4_memory_pool.py:504-509 FP8 from SM89
 
 
@@ -241,12 +292,13 @@ def is_dsv4(spec: ModelSpec) -> bool:
 
 def dsv4_method_problem(spec: ModelSpec, method: str) -> str | None:
     """Why kt-kernel 0.7.2 cannot run DeepSeek-V4's CPU experts with `method`, naming what runs; or None."""
-    if not is_dsv4(spec) or method in DSV4_CLAMP_METHODS:
+    if not is_dsv4(spec) or method in CLAMPED_SWIGLU_METHODS:
         return None
     return (
-        f"DeepSeek-V4's experts clamp SwiGLU at 10 (swiglu_limit, submode 2604B), which kt-kernel 0.7.2 applies only "
-        f"for {', '.join(DSV4_CLAMP_METHODS)}: with {method} it raises at load (kt_kernel/experts.py:369-386). Use "
-        "--method MXFP4, which reads the checkpoint's own MXFP4 experts"
+        f"DeepSeek-V4's experts clamp SwiGLU at 10 (swiglu_limit), which the KT wrapper hands to kt-kernel only under "
+        f"{' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} it is zeroed and the CPU experts would compute plain "
+        "SiLU, silently wrong (sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310). Use --method MXFP4, which "
+        "reads the checkpoint's own MXFP4 experts"
     )
 
 

@@ -17,7 +17,7 @@ from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem
 from ktwizard.planner.memory.steps import Int4Layer, Step
-from ktwizard.runtime import rules
+from ktwizard.runtime import glm5_next, rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
 # never alive together (budget.BudgetItem.exclusive).
@@ -114,6 +114,34 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
             tokens * cell,
             f"{tokens} tokens x {cell} B per token: latent KV and FP8 indexer keys as NSATokenToKVPool allocates "
             "them (model_runner_kv_cache_mixin.py:153-159, :372-386)",
+        )
+    if a.kind == "gqa_msa":
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        index = spec.index_cell_bytes()
+        # every sub-pool holds size + page_size rows (memory_pool.py:812-820); the plan runs 1-token pages
+        return Pool(
+            tokens,
+            (tokens + 1) * cell,
+            f"({tokens} + 1) tokens x {cell} B per token: K/V of all {spec.layers} layers ({cell - index} B, this "
+            "rank) and "
+            f"the bf16 index keys of the {a.index_layers} sparse layers ({index} B, whole on every rank) as "
+            "MiniMaxSparseKVPool allocates them (memory_pool.py:2214-2255, model_runner_kv_cache_mixin.py:929-950). "
+            "SGLang's profile counts only the K/V (:57-193 has no MiniMax branch), so the index cache comes out of "
+            "the room --mem-fraction-static leaves; the cap keeps the pool to what is budgeted here",
+        )
+    if glm5_next.applies(spec):
+        # Glm5NextNSATokenToKVPool: the runtime floors the pool to whole 64-token pages (:636-640), and every buffer
+        # holds size + page_size rows (memory_pool.py:1441, :1801; glm5_next_memory_pool.py:168-177); the KPool
+        # live tails of each request slot come out of the same budget (model_runner_kv_cache_mixin.py:613-622)
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        cap = ceil(tokens / glm5_next.PAGE_SIZE) * glm5_next.PAGE_SIZE
+        tail = glm5_next.tail_bytes(spec, concurrency)
+        return Pool(
+            cap,
+            (cap + glm5_next.PAGE_SIZE) * cell + tail,
+            f"({cap} + {glm5_next.PAGE_SIZE}) tokens x {cell} B (latent KV and indexer keys of "
+            f"{a.full_attention_layers} DSA layers) + {tail} B of KPool tails for {concurrency} request(s) "
+            "(glm5_next_memory_pool.py:160-196, model_runner_kv_cache_mixin.py:94-159, :195-227)",
         )
     if a.kind != "gqa_swa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)

@@ -25,7 +25,7 @@ from ktwizard.planner.memory import linear_state, margin, steps
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
-from ktwizard.runtime import rules
+from ktwizard.runtime import glm5_next, rules
 from ktwizard.units import human
 
 
@@ -70,12 +70,16 @@ class Sizing:
             chunk = max(chunk, 16384)  # the recipe's tested value on a 96 GB card: long prefills in fewer chunks
         self.chunk = max(512, min(chunk, self.tokens))
         self.graph_bs = max(1, min(graph_bs, goals.concurrency))
+        if glm5_next.applies(spec):  # server_args.py:1656-1662 captures batch sizes 1, 2 and 4 whatever is asked
+            self.graph_bs = glm5_next.GRAPH_MAX_BS
         self.layerwise = layerwise
         self.threshold = layerwise_threshold(method, spec)
         self.backend = backend or "flashinfer"  # unknown: budget as if it took the costlier flashinfer paths
         self.backend_known = backend is not None
         # DeepSeek sparse attention: the runtime settles the KV dtype itself (runtime/rules.py); budget that one
         self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
+        if glm5_next.applies(spec):  # the GPU profile fixes the KV dtype (runtime/glm5_next.py)
+            self.dsa_kv = glm5_next.kv_for(tuple(g.compute_capability for g in gpus))
         fp8 = self.dsa_kv.fp8 if self.dsa_kv else goals.kv_dtype == "fp8_e4m3"
         self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
         self.state_pool = linear_state.state_pool(spec, self.tp, goals.concurrency)
@@ -162,7 +166,8 @@ class Sizing:
                 BudgetItem(
                     "linear-attention state pool",
                     sp.allocated,
-                    f"--max-mamba-cache-size {sp.slots} ({linear_state.SLOTS_PER_REQUEST} per running request) + 1 "
+                    f"--max-mamba-cache-size {sp.slots} ({linear_state.slots_per_request(self.spec)} per running "
+                    "request) + 1 "
                     f"slots x {sp.per_request} B (conv bf16 + SSM fp32 state of {linear_state.linear_layers(self.spec)}"
                     " linear-attention layers, this rank); without the flag the runtime would give it 0.9/1.9 of "
                     "the KV budget",
