@@ -72,6 +72,11 @@ class Attention:
     index_topk: int = 0
     hc_mult: int = 0
 
+    @property
+    def mla(self) -> bool:
+        """Latent (MLA) attention in every layer holding KV: DeepSeek-style models, and GLM-5-Next's DSA layers."""
+        return self.kind.startswith("mla") or self.kind == "hybrid_dsa"
+
 
 @dataclass(frozen=True)
 class LayerBytes:

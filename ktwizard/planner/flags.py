@@ -302,9 +302,7 @@ def build_flags(
             )
         )
     if _blackwell(gpus) and (
-        spec.expert_format.kind.startswith("fp8")
-        or spec.other_format.kind.startswith("fp8")
-        or spec.attention.kind.startswith("mla")
+        spec.expert_format.kind.startswith("fp8") or spec.other_format.kind.startswith("fp8") or spec.attention.mla
     ):
         f.append(
             Flag(

@@ -174,7 +174,7 @@ def attention_lanes(s: Setup, concurrency: int) -> int:
     them)."""
     a = s.spec.attention
     # MLA and DeepSeek-V4's MQA: every query head reads the one shared latent / KV head
-    heads = a.heads if a.kind.startswith("mla") or a.kind == "dsv4" else a.kv_heads
+    heads = a.heads if a.mla or a.kind == "dsv4" else a.kv_heads
     return max(1, concurrency) * max(1, heads // s.tp)
 
 
@@ -192,8 +192,8 @@ def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
     layers."""
     a = spec.attention
     layers = a.full_attention_layers or spec.layers
-    qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.kind.startswith("mla") else a.head_dim
-    v = a.v_head_dim if a.kind.startswith("mla") else a.head_dim
+    qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.mla else a.head_dim
+    v = a.v_head_dim if a.mla else a.head_dim
     if a.kind == "dsv4":  # each query attends its window and the compressed entries, not every earlier token
         return sum(
             2.0 * n * dsv4_attended(a, r, prefix + n / 2) * a.heads * (qk + v) for r in a.compress_ratios[:layers]

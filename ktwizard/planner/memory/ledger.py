@@ -56,14 +56,16 @@ def recorder_buffer(spec: ModelSpec, recording: bool) -> BudgetItem | None:
 def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
     """deepseek_weight_loader.py:402-620: w_kc and w_vc are new bf16 tensors made from kv_b_proj, which is kept."""
     a = spec.attention
-    if not a.kind.startswith("mla"):
+    if not a.mla:
         return None
     per_layer = a.heads * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank * 2
+    # GLM-5-Next: only its DSA layers have a kv_b_proj (post_load_weights splits the layers whose kv_b_proj loaded)
+    layers = a.full_attention_layers if a.kind == "hybrid_dsa" else spec.layers
     return BudgetItem(
         "MLA w_kc/w_vc copies",
-        ceil(per_layer * spec.layers / tp),
+        ceil(per_layer * layers / tp),
         f"bf16 copies of kv_b_proj per layer ({a.heads} heads x ({a.qk_nope_head_dim}+{a.v_head_dim}) x "
-        f"{a.kv_lora_rank}) x {spec.layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
+        f"{a.kv_lora_rank}) x {layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
         "weights",
         source="srt/models/deepseek_common/deepseek_weight_loader.py:402-620",
     )
