@@ -80,7 +80,8 @@ class Sizing:
         self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
         if glm5_next.applies(spec):  # the GPU profile fixes the KV dtype (runtime/glm5_next.py)
             self.dsa_kv = glm5_next.kv_for(tuple(g.compute_capability for g in gpus))
-        self.checkpoint_kv = None if self.dsa_kv else rules.checkpoint_kv(spec, goals.kv_dtype)
+        # a checkpoint that names its KV dtype (ModelOpt); DeepSeek-V4 sizes its own pools
+        self.checkpoint_kv = None if self.dsa_kv or rules.is_dsv4(spec) else rules.checkpoint_kv(spec, goals.kv_dtype)
         if self.dsa_kv:
             fp8 = self.dsa_kv.fp8
         elif self.checkpoint_kv:
