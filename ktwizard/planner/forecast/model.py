@@ -182,6 +182,8 @@ def attention_read(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -
     bandwidth when there is work enough to fill it, else at `attn_lane_bps` per lane (attention_lanes): a model with
     2 KV heads at one stream reads its KV far below the bandwidth, which is why its decode slows with context."""
     kv = max(1, concurrency) * context * s.spec.kv_cell_bytes(s.tp)
+    if s.spec.attention.kind == "hybrid_dsa":  # GLM-5-Next: each step also reads and writes every stream's KDA state
+        kv += 2 * max(1, concurrency) * s.spec.per_request_state_bytes(s.tp)
     rate = min(s.gpu.bandwidth * t.attn_bw_eff, attention_lanes(s, concurrency) * t.attn_lane_bps)
     return kv / rate
 
