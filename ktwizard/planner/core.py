@@ -238,7 +238,7 @@ def plan(
         max_total_tokens=sizing.pool.max_total_tokens,
         mem_fraction_static=mfs,
         flags=flags,
-        env=build_env(gpus, threads, choice, goals.record_routing),
+        env=build_env(gpus, threads, choice, goals.record_routing, spec),
         gpu_budgets=budgets,
         host_budgets=host_budgets,
         fits=fits and not overflows,

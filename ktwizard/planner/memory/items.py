@@ -6,7 +6,7 @@ from math import ceil
 
 from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
-from ktwizard.models.formats import BF16, WeightFormat, cpu_expert_bytes, expert_bytes
+from ktwizard.models.formats import BF16, WeightFormat, cpu_expert_bytes, expert_bytes, linear_bytes
 from ktwizard.models.spec import ModelSpec
 from ktwizard.models.tensors import linear
 from ktwizard.planner.memory import constants as C
@@ -46,6 +46,8 @@ def attention_replicated(spec: ModelSpec, tp: int) -> tuple[int, int]:
     GQA: QKVParallelLinear gives each rank max(1, kv_heads / tp) K/V heads (layers/linear.py:895-900), so at TP above
     the KV-head count the K/V projections are copied, not split.
     """
+    if spec.attention.kind == "dsv4":
+        return dsv4_attention_replicated(spec, tp)
     if tp == 1:
         return 0, 0
     a = spec.attention
@@ -62,6 +64,24 @@ def attention_replicated(spec: ModelSpec, tp: int) -> tuple[int, int]:
         held = 2 * a.head_dim * spec.hidden * layers  # one K/V head per rank, whatever the TP
         return 0, int(held * per_param) - ceil(kv_params * per_param / tp)
     return 0, 0
+
+
+def dsv4_attention_replicated(spec: ModelSpec, tp: int) -> tuple[int, int]:
+    """DeepSeek-V4's MQALayer (models/deepseek_v4.py:583-660): wq_b and wo_a are column-parallel, wo_b row-parallel;
+    wq_a, wkv, the compressors and the indexer are ReplicatedLinear, and the hyper-connection weights (group "other")
+    plain parameters: every rank holds them whole. wo_a is loaded dequantized to BF16 (SGLANG_OPT_FP8_WO_A_GEMM is
+    off by default, environ.py:503; :1698-1704 dequantizes it for FP4-expert checkpoints, :637-646 builds it BF16):
+    the extra over its FP8 bytes is returned as the second value, split over TP like wo_a itself."""
+    a, f = spec.attention, spec.other_format
+    heads_dim = a.heads * a.head_dim
+    wo_a_out, wo_a_in = a.o_groups * a.o_lora_rank, heads_dim // max(1, a.o_groups)
+    split = linear_bytes(f, heads_dim, a.q_lora_rank) + linear_bytes(f, wo_a_out, wo_a_in)
+    split += linear_bytes(f, spec.hidden, a.o_groups * a.o_lora_rank)
+    layers = spec.layers
+    wo_a_bf16 = (wo_a_out * wo_a_in * 2 - linear_bytes(f, wo_a_out, wo_a_in)) * layers
+    g = spec.bytes_by_group
+    whole = g.get("attention", 0) - split * layers + g.get("other", 0) if tp > 1 else 0
+    return whole, ceil(max(0, wo_a_bf16) / tp)
 
 
 def _linear_bytes(out_f: int, in_f: int, fmt: WeightFormat) -> int:
