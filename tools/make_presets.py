@@ -562,7 +562,10 @@ def main() -> None:
     m3 = minimax_m3_presets(blocks)
     for pid, preset in m3:
         write(pid, preset)
+    for pid, (name, published) in DEEPSEEK_V4.items():
+        write(pid, deepseek_v4_preset(pid, name, blocks[pid], published))
     n = len(P) + len(FP8_VARIANTS) + sum(map(len, QUANT_VARIANTS.values())) + len(GLM5_NEXT) + len(m3)
+    n += len(DEEPSEEK_V4)
     print(f"wrote {n} presets to {OUT}", file=sys.stderr)
 
 
@@ -657,6 +660,54 @@ def quant_variant(
     v["unconfirmed"] = v["unconfirmed"] + [f"{label} quantization_config written from the format's convention"]
     v["unconfirmed"] += [note] if note else []
     return v
+
+
+# --- DeepSeek-V4 (issue #43) ------------------------------------------------------------------------------------
+# Their facts blocks carry the checkpoint's config.json keys as published (config_json), copied verbatim: the model
+# class reads keys (compress_ratios, o_groups, hc_mult, expert_dtype, swiglu_limit) the generic table does not know.
+DEEPSEEK_V4 = {
+    "deepseek-v4-flash": (
+        "DeepSeek-V4-Flash",
+        {"total_params": 284e9, "active_params": 13e9, "source": "deepseek-ai/DeepSeek-V4-Flash model card: 284B, 13B"},
+    ),
+    "deepseek-v4-flash-0731": (
+        "DeepSeek-V4-Flash-0731",
+        {"total_params": 284e9, "active_params": 13e9, "source": "same architecture as DeepSeek-V4-Flash"},
+    ),
+    "deepseek-v4-pro": (
+        "DeepSeek-V4-Pro",
+        {"total_params": 1.6e12, "active_params": 49e9, "source": "deepseek-ai/DeepSeek-V4-Pro model card: 1.6T, 49B"},
+    ),
+}
+
+
+def deepseek_v4_preset(pid: str, name: str, f: dict, published: dict) -> dict:
+    return {
+        "id": pid,
+        "name": name,
+        "family": "deepseek-v4",
+        "hf_repos": f["hf_repos"],
+        "config": dict(f["config_json"]),
+        "checkpoint_formats": ["fp8+mxfp4"],
+        # AMXINT4/AMXINT8 are not offered: the KT wrapper drops the checkpoint's SwiGLU clamp (swiglu_limit) for any
+        # method but MXFP4/MXFP8 (kt_ep_wrapper.py:399-405, :5284-5310), so converted experts would compute wrongly
+        "kt_methods": ["MXFP4"],
+        "sglang": {
+            "tool_call_parser": "deepseekv4",  # function_call/function_call_parser.py:57
+            "reasoning_parser": "deepseek-v4",  # parser/reasoning_parser.py:403
+            "attention_backend": "compressed",
+            "trust_remote_code": True,
+            "served_model_name": pid,
+        },
+        "chat_template": "No Jinja template ships: the repository's encoding/encoding_dsv4.py builds prompts; SGLang "
+        "serves the tokenizer's own when present.",
+        "published": {**published, "active_counts": "no_embedding"},
+        "sources": f.get("sources", []) + ["model-facts.md (ktwizard research notes; copy in tests/fixtures/oracles/)"],
+        "unconfirmed": f.get("unconfirmed", [])
+        + [
+            "published parameter counts recalled from the model cards (rounded), not re-read",
+        ],
+    }
 
 
 # --- MiniMax-M3 (its own block: a vision-language wrapper with block-sparse attention) -----------------------------

@@ -39,6 +39,7 @@ class Arch:
     sparse_attention_at: tuple[int, ...] = ()  # MiniMax-M3: layers with the sparse-attention index branch
     index_value_at: tuple[int, ...] = ()  # MiniMax-M3: sparse layers that also keep index values (index_v/o_proj)
     clamped_swiglu: bool = False  # routed experts use swigluoai (swiglu_alpha / swiglu_limit)
+    hash_layers: int = 0  # DeepSeek-V4: the first layers route by token id (a tid2eid table, no score bias)
 
 
 @dataclass(frozen=True)

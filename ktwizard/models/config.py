@@ -82,7 +82,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         raise BadInput(f"{where}: num_hidden_layers, hidden_size and num_attention_heads must be positive")
     if layers > MAX_LAYERS or hidden > MAX_WIDTH:
         raise BadInput(f"{where}: {layers} layers of width {hidden} is not a real model (at most {MAX_LAYERS} layers)")
-    expert_fmt, other_fmt = _formats(text)
+    expert_fmt, other_fmt = family.formats(text) if family.formats else _formats(text)
     moe = family.moe(c, layers)
     if not moe.moe_layers or moe.experts == 0:
         raise BadInput(f"{where}: the model has no MoE layers; ktwizard serves Mixture-of-Experts models only")
@@ -133,4 +133,5 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         # swigluoai with a nonzero alpha: kt-kernel disambiguates it from plain SiLU by alpha != 0
         # (sglang/srt/layers/moe/kt_ep_wrapper.py:5284-5291)
         clamped_swiglu=text.get("hidden_act") == "swigluoai" and bool(text.get("swiglu_alpha")),
+        hash_layers=moe.hash_layers,
     )

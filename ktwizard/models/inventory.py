@@ -29,6 +29,10 @@ def _layer(a: Arch, i: int) -> Iterator[Tensor]:
 
 def tensors(a: Arch) -> Iterator[Tensor]:
     """The main model's tensors (MTP / next-n layers are left out: SGLang loads them only for speculation)."""
+    own = BY_NAME[a.family].inventory
+    if own is not None:  # a family whose checkpoint keeps its own names (DeepSeek-V4)
+        yield from own(a)
+        return
     yield plain(f"{a.text_prefix}embed_tokens.weight", (a.vocab, a.hidden))
     for i in range(a.layers):
         yield from _layer(a, i)

@@ -34,7 +34,7 @@ def layerwise_threshold(method: str, spec: ModelSpec) -> int:
     # 2048 for BF16/FP8 GQA models (kt-cli-and-flags.md §2.4).
     if method == "RAWINT4":
         return 400
-    return 1024 if spec.attention.kind.startswith("mla") else 2048
+    return 1024 if spec.attention.mla else 2048
 
 
 @dataclass(frozen=True)
