@@ -122,6 +122,7 @@ class ModelSpec:
     # Routed experts use a clamped SwiGLU (MiniMax-M3's swigluoai: swiglu_alpha / swiglu_limit), which kt-kernel
     # applies only under some methods (runtime/rules.loader_problem)
     clamped_swiglu: bool = False
+    kv_cache_fp8: bool = False  # the checkpoint's quantization config asks for an FP8 KV cache (ModelOpt)
 
     @property
     def moe_layer_count(self) -> int:
