@@ -505,8 +505,8 @@ def main() -> None:
             # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), on the GPU
             cfg["estimated_bytes"] = {"vision": QWEN35_VISION.get(block, 902356992)}
         if arch == "KimiK25ForConditionalGeneration":
-            # MoonViT tower + projector, loaded on the GPU; not in the text config (reference §7: ~0.46B BF16 params)
-            cfg["estimated_bytes"] = {"vision": 930668544}
+            # MoonViT tower + projector, loaded on the GPU; not in the text config (kimi_k25.py shapes, below)
+            cfg["estimated_bytes"] = {"vision": moonvit_bytes()}
         preset = {
             "id": pid,
             "name": name,
@@ -659,6 +659,12 @@ def quant_variant(
     v["sglang"]["served_model_name"] = v["id"]
     v["unconfirmed"] = v["unconfirmed"] + [f"{label} quantization_config written from the format's convention"]
     v["unconfirmed"] += [note] if note else []
+    if v["id"] in CONFIRMED_QUANT:  # a variant whose quantization config was read from its real checkpoint
+        v["unconfirmed"] = [u for u in v["unconfirmed"] if "quantization_config written" not in u]
+        extra = CONFIRMED_QUANT[v["id"]]
+        v["sources"] = v["sources"] + extra["sources"]
+        v["unconfirmed"] += extra["unconfirmed"]
+        v["config"]["estimated_bytes"] = extra["estimated_bytes"]
     return v
 
 
@@ -879,6 +885,20 @@ def glm5_next_preset(pid: str, f: dict) -> dict:
 # --- end GLM-5-Next ---
 
 
+# --- Kimi K2.5 / K2.6 / K2.7 Code vision tower (issue 43, q35) -------------------------------------------------------
+def moonvit_bytes(h: int = 1152, inter: int = 4304, depth: int = 27, pos: int = 64, patch: int = 14) -> int:
+    """BF16 bytes of KimiK25ForConditionalGeneration's vision side, from sglang/srt/models/kimi_k25.py: MoonViT's
+    Conv2d patch embed 3 x patch^2 -> h (+bias, :371-400), a learnable pos x pos x h position table (:227-245),
+    `depth` encoder layers (two LayerNorms, qkv and proj with bias, MLP2 fc0/fc1 with bias, :99-135), a final
+    LayerNorm (:443), and K2VLMultiModalProjector: LayerNorm(h), 4h -> 4h, 4h -> 7168, with bias (:542-570).
+    Dims: the checkpoints' vision_config (vt_* 1152 / 4304 / 27, patch 14, init_pos_emb 64 x 64, merge 2 x 2),
+    which are also configs/kimi_k25.py's defaults."""
+    layer = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    tower = 3 * patch * patch * h + h + pos * pos * h + depth * layer + 2 * h
+    projector = 2 * h + 16 * h * h + 4 * h + 4 * h * 7168 + 7168
+    return 2 * (tower + projector)
+
+
 # --- Qwen3.5 / Qwen3.6 mid sizes (issue 43, q35) -------------------------------------------------------------------
 # Facts blocks qwen3.5-35b-a3b and qwen3.5-122b-a10b; Qwen3.6-35B-A3B has the 35B's config (slime's
 # qwen36-35B-A3B.sh sources the 3.5 script; the verbatim 3.6 config.json copy has the same text_config).
@@ -949,6 +969,62 @@ QUANT_VARIANTS.update(
         for pid, name in (("qwen3.5-35b-a3b", "Qwen3.5-35B-A3B"), ("qwen3.5-122b-a10b", "Qwen3.5-122B-A10B"))
     }
 )
+
+
+# --- NVFP4 DeepSeek-R1 checkpoint (issue 43, fmt) ---------------------------------------------------------------------
+# nvidia/DeepSeek-R1-0528-NVFP4-v2 (the NVFP4 checkpoint sglang's DeepSeek docs link). Its layout is NVIDIA's recipe:
+# TensorRT-Model-Optimizer examples/deepseek/ptq.py disables every "*attn*" quantizer and "*head*", re-enables wo
+# (o_proj) with --enable_wo_quant ("v2 additionally quantizes the wo module in attention layers", model card), writes
+# kv_cache_quant_algo FP8 (enable_fp8_kvcache defaults True) and excludes the MTP layer ("layers.61*");
+# quantize_to_nvfp4.py dequantizes every FP8 weight to BF16 and NVFP4-packs those with an amax: the dense MLPs, shared
+# and routed experts and o_proj; attention's q/kv projections, the router, embeddings, lm_head and the whole MTP layer
+# (its own embed_tokens / shared_head.head copies included) stay BF16. Counted this way the repository holds
+# 413,306,106,784 B of tensors (the blobcache listing: 413,340,567,567 B in 350 files, tokenizer and configs
+# included) and 393.6 B elements (the Hub's "394B params").
+R1_H, R1_I, R1_V, R1_E = 7168, 2048, 129280, 256
+
+
+def r1_mtp_bf16_bytes() -> int:
+    """The BF16 MTP layer of the NVFP4 export: a MoE decoder layer, eh_proj, three norms, embed_tokens and head."""
+    h, i, heads = R1_H, R1_I, 128
+    attn = 1536 * h + heads * 192 * 1536 + 576 * h + heads * 256 * 512 + h * heads * 128 + 1536 + 512
+    moe = (R1_E + 1) * 3 * i * h + R1_E * h  # routed + shared experts, router
+    return 2 * (attn + moe + 2 * h + h * 2 * h + 3 * h + 2 * R1_V * h) + 4 * R1_E  # + the fp32 score bias
+
+
+NVFP4_R1 = {
+    "quant_method": "modelopt",
+    "quant_algo": "NVFP4",
+    "group_size": 16,
+    "kv_cache_quant_algo": "FP8",
+    "exclude_modules": [
+        "lm_head",
+        "model.layers.*.self_attn.q_a_proj",
+        "model.layers.*.self_attn.q_b_proj",
+        "model.layers.*.self_attn.kv_a_proj_with_mqa",
+        "model.layers.*.self_attn.kv_b_proj",
+        "model.layers.61*",
+    ],
+}
+QUANT_VARIANTS["deepseek-r1"] = [("nvfp4", "NVFP4", ["nvidia/DeepSeek-R1-0528-NVFP4-v2"], NVFP4_R1, ["NVFP4"], "")]
+CONFIRMED_QUANT = {
+    "deepseek-r1-nvfp4": {
+        "sources": [
+            "NVIDIA/TensorRT-Model-Optimizer@1030a221 examples/deepseek/ptq.py (*attn* and *head* not quantized, wo "
+            "with --enable_wo_quant, kv_cache_quant_algo FP8, MTP layer excluded)",
+            "NVIDIA/TensorRT-Model-Optimizer@1ef1d72a examples/deepseek/quantize_to_nvfp4.py (FP8 dequantized to "
+            "BF16; U8 weight, F8_E4M3 weight_scale per 16, F32 weight_scale_2 and input_scale)",
+            "huggingface.co/nvidia/DeepSeek-R1-0528-FP4-v2 model card: v2 additionally quantizes wo",
+            "repository size 413,340,567,567 B in 350 files (a public blobcache benchmark of "
+            "nvidia_DeepSeek-R1-0528-NVFP4-v2); this layout counts 413,306,106,784 B of tensors",
+        ],
+        "unconfirmed": [
+            "hf_quant_config.json's text not seen: exclude_modules written as globs of the recipe's exclusions "
+            "(the export lists them per layer)"
+        ],
+        "estimated_bytes": {"mtp": r1_mtp_bf16_bytes()},
+    }
+}
 
 
 if __name__ == "__main__":

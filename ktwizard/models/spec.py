@@ -122,6 +122,7 @@ class ModelSpec:
     # Routed experts use a clamped SwiGLU (MiniMax-M3's swigluoai: swiglu_alpha / swiglu_limit), which kt-kernel
     # applies only under some methods (runtime/rules.loader_problem)
     clamped_swiglu: bool = False
+    kv_cache_fp8: bool = False  # the checkpoint's quantization config asks for an FP8 KV cache (ModelOpt)
 
     @property
     def moe_layer_count(self) -> int:
@@ -194,6 +195,8 @@ class ModelSpec:
         128x-compressed entry (dsv4_kv.read_per_token)."""
         if self.attention.kind == "dsv4":
             return dsv4_kv.read_per_token(dsv4_kv.layout(self.attention), self.attention, context)
+        if self.attention.kind == "hybrid_dsa":  # GLM-5-Next: each step also reads and writes the stream's KDA state
+            return context * self.kv_cell_bytes(tp) + 2 * self.per_request_state_bytes(tp)
         return context * self.kv_cell_bytes(tp)
 
     def per_request_state_bytes(self, tp: int = 1) -> int:

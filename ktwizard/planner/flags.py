@@ -322,7 +322,9 @@ def build_flags(
                 f"holds them leaves the full-attention pool {sizing.tokens} tokens",
             )
         )
-    if goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None and not rules.is_dsv4(spec):
+    if sizing.checkpoint_kv:
+        f.append(Flag("--kv-cache-dtype", *sizing.checkpoint_kv))
+    elif goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None and not rules.is_dsv4(spec):
         f.append(Flag("--kv-cache-dtype", "fp8_e4m3", "FP8 KV cache: half the bytes per token"))
     if hints.reasoning_parser:
         f.append(Flag("--reasoning-parser", hints.reasoning_parser, "separates the model's reasoning from its answer"))

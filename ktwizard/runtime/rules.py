@@ -88,6 +88,25 @@ def nsa_cell_bytes(spec: ModelSpec, fp8: bool) -> int:
     return (latent + index) * layers
 
 
+# --- KV dtype a quantized checkpoint asks for -------------------------------------------------------------------------
+# With --kv-cache-dtype auto, sglang-kt 0.7.2 follows the checkpoint's kv_cache_quant_algo: "FP8" gives an fp8_e4m3
+# cache (model_executor/model_runner.py:1765-1781; ModelOpt NVFP4 exports set it). ktwizard renders the dtype it
+# budgets, so the pool it sizes is the pool the runtime allocates.
+
+
+def checkpoint_kv(spec: ModelSpec, asked: str) -> tuple[str, str] | None:
+    """(--kv-cache-dtype, why) for a checkpoint that names its KV dtype, or None when `auto` means BF16."""
+    if not spec.kv_cache_fp8:
+        return None
+    if asked == "bf16":
+        return "bfloat16", "BF16 KV cache as asked (auto would follow the checkpoint's FP8 kv_cache_quant_algo)"
+    return (
+        "fp8_e4m3",
+        "the checkpoint's kv_cache_quant_algo is FP8, which sglang-kt 0.7.2 follows when the KV dtype is auto "
+        "(model_runner.py:1765-1781); the KV pool is budgeted in it",
+    )
+
+
 # --- Block-FP8 checkpoints and tensor parallelism -------------------------------------------------------------------
 # layers/quantization/fp8.py:854-866 (MoE): the per-rank intermediate size of gate/up must be a multiple of block_n,
 # and of block_k for down when TP > 1; fp8.py:338-357 (linear layers): a column- or row-parallel shard must be a

@@ -234,3 +234,20 @@ def test_w_kc_w_vc_copies_only_for_the_dsa_layers():
     spec = get_preset(PID).spec()
     item = ledger.mla_absorbed_copies(spec, 4)
     assert item is not None and item.bytes == math.ceil(HEADS * (NOPE + VD) * KL * 2 * 11 / 4)
+
+
+def test_the_forecast_counts_the_kda_state_each_decode_step():
+    """Every decode step reads and writes each stream's KDA state (34 layers x 4.34 MB at TP 1), beside the DSA
+    layers' KV: at context 0 the attention read is that state alone, so it cannot be left out."""
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import attention_lanes, attention_read
+    from ktwizard.planner.forecast.terms import TERMS
+
+    p = get_preset(PID)
+    host = load_host("rtx-pro-6000-epyc-9355")
+    r = plan(host, p.spec(), Goals(context=32768), p.sglang)
+    assert r.fits and r.forecast is not None and r.forecast.at_goals.tok_s_per_stream > 0
+    s = setup_from_plan(host, p.spec(), r)
+    rate = min(s.gpu.bandwidth * TERMS.attn_bw_eff, attention_lanes(s, 2) * TERMS.attn_lane_bps)
+    state = 34 * (3 * 3 * KH * KD * 2 + KH * KD * KD * 4)
+    assert attention_read(s, 0, 2) == pytest.approx(2 * 2 * state / rate)
