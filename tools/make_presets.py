@@ -562,7 +562,10 @@ def main() -> None:
     m3 = minimax_m3_presets(blocks)
     for pid, preset in m3:
         write(pid, preset)
+    for pid, (name, published) in DEEPSEEK_V4.items():
+        write(pid, deepseek_v4_preset(pid, name, blocks[pid], published))
     n = len(P) + len(FP8_VARIANTS) + sum(map(len, QUANT_VARIANTS.values())) + len(GLM5_NEXT) + len(m3)
+    n += len(DEEPSEEK_V4)
     print(f"wrote {n} presets to {OUT}", file=sys.stderr)
 
 
@@ -656,7 +659,61 @@ def quant_variant(
     v["sglang"]["served_model_name"] = v["id"]
     v["unconfirmed"] = v["unconfirmed"] + [f"{label} quantization_config written from the format's convention"]
     v["unconfirmed"] += [note] if note else []
+    if v["id"] in CONFIRMED_QUANT:  # a variant whose quantization config was read from its real checkpoint
+        v["unconfirmed"] = [u for u in v["unconfirmed"] if "quantization_config written" not in u]
+        extra = CONFIRMED_QUANT[v["id"]]
+        v["sources"] = v["sources"] + extra["sources"]
+        v["unconfirmed"] += extra["unconfirmed"]
+        v["config"]["estimated_bytes"] = extra["estimated_bytes"]
     return v
+
+
+# --- DeepSeek-V4 (issue #43) ------------------------------------------------------------------------------------
+# Their facts blocks carry the checkpoint's config.json keys as published (config_json), copied verbatim: the model
+# class reads keys (compress_ratios, o_groups, hc_mult, expert_dtype, swiglu_limit) the generic table does not know.
+DEEPSEEK_V4 = {
+    "deepseek-v4-flash": (
+        "DeepSeek-V4-Flash",
+        {"total_params": 284e9, "active_params": 13e9, "source": "deepseek-ai/DeepSeek-V4-Flash model card: 284B, 13B"},
+    ),
+    "deepseek-v4-flash-0731": (
+        "DeepSeek-V4-Flash-0731",
+        {"total_params": 284e9, "active_params": 13e9, "source": "same architecture as DeepSeek-V4-Flash"},
+    ),
+    "deepseek-v4-pro": (
+        "DeepSeek-V4-Pro",
+        {"total_params": 1.6e12, "active_params": 49e9, "source": "deepseek-ai/DeepSeek-V4-Pro model card: 1.6T, 49B"},
+    ),
+}
+
+
+def deepseek_v4_preset(pid: str, name: str, f: dict, published: dict) -> dict:
+    return {
+        "id": pid,
+        "name": name,
+        "family": "deepseek-v4",
+        "hf_repos": f["hf_repos"],
+        "config": dict(f["config_json"]),
+        "checkpoint_formats": ["fp8+mxfp4"],
+        # AMXINT4/AMXINT8 are not offered: the KT wrapper drops the checkpoint's SwiGLU clamp (swiglu_limit) for any
+        # method but MXFP4/MXFP8 (kt_ep_wrapper.py:399-405, :5284-5310), so converted experts would compute wrongly
+        "kt_methods": ["MXFP4"],
+        "sglang": {
+            "tool_call_parser": "deepseekv4",  # function_call/function_call_parser.py:57
+            "reasoning_parser": "deepseek-v4",  # parser/reasoning_parser.py:403
+            "attention_backend": "compressed",
+            "trust_remote_code": True,
+            "served_model_name": pid,
+        },
+        "chat_template": "No Jinja template ships: the repository's encoding/encoding_dsv4.py builds prompts; SGLang "
+        "serves the tokenizer's own when present.",
+        "published": {**published, "active_counts": "no_embedding"},
+        "sources": f.get("sources", []) + ["model-facts.md (ktwizard research notes; copy in tests/fixtures/oracles/)"],
+        "unconfirmed": f.get("unconfirmed", [])
+        + [
+            "published parameter counts recalled from the model cards (rounded), not re-read",
+        ],
+    }
 
 
 # --- MiniMax-M3 (its own block: a vision-language wrapper with block-sparse attention) -----------------------------
@@ -900,6 +957,62 @@ QUANT_VARIANTS.update(
         for pid, name in (("qwen3.5-35b-a3b", "Qwen3.5-35B-A3B"), ("qwen3.5-122b-a10b", "Qwen3.5-122B-A10B"))
     }
 )
+
+
+# --- NVFP4 DeepSeek-R1 checkpoint (issue 43, fmt) ---------------------------------------------------------------------
+# nvidia/DeepSeek-R1-0528-NVFP4-v2 (the NVFP4 checkpoint sglang's DeepSeek docs link). Its layout is NVIDIA's recipe:
+# TensorRT-Model-Optimizer examples/deepseek/ptq.py disables every "*attn*" quantizer and "*head*", re-enables wo
+# (o_proj) with --enable_wo_quant ("v2 additionally quantizes the wo module in attention layers", model card), writes
+# kv_cache_quant_algo FP8 (enable_fp8_kvcache defaults True) and excludes the MTP layer ("layers.61*");
+# quantize_to_nvfp4.py dequantizes every FP8 weight to BF16 and NVFP4-packs those with an amax: the dense MLPs, shared
+# and routed experts and o_proj; attention's q/kv projections, the router, embeddings, lm_head and the whole MTP layer
+# (its own embed_tokens / shared_head.head copies included) stay BF16. Counted this way the repository holds
+# 413,306,106,784 B of tensors (the blobcache listing: 413,340,567,567 B in 350 files, tokenizer and configs
+# included) and 393.6 B elements (the Hub's "394B params").
+R1_H, R1_I, R1_V, R1_E = 7168, 2048, 129280, 256
+
+
+def r1_mtp_bf16_bytes() -> int:
+    """The BF16 MTP layer of the NVFP4 export: a MoE decoder layer, eh_proj, three norms, embed_tokens and head."""
+    h, i, heads = R1_H, R1_I, 128
+    attn = 1536 * h + heads * 192 * 1536 + 576 * h + heads * 256 * 512 + h * heads * 128 + 1536 + 512
+    moe = (R1_E + 1) * 3 * i * h + R1_E * h  # routed + shared experts, router
+    return 2 * (attn + moe + 2 * h + h * 2 * h + 3 * h + 2 * R1_V * h) + 4 * R1_E  # + the fp32 score bias
+
+
+NVFP4_R1 = {
+    "quant_method": "modelopt",
+    "quant_algo": "NVFP4",
+    "group_size": 16,
+    "kv_cache_quant_algo": "FP8",
+    "exclude_modules": [
+        "lm_head",
+        "model.layers.*.self_attn.q_a_proj",
+        "model.layers.*.self_attn.q_b_proj",
+        "model.layers.*.self_attn.kv_a_proj_with_mqa",
+        "model.layers.*.self_attn.kv_b_proj",
+        "model.layers.61*",
+    ],
+}
+QUANT_VARIANTS["deepseek-r1"] = [("nvfp4", "NVFP4", ["nvidia/DeepSeek-R1-0528-NVFP4-v2"], NVFP4_R1, ["NVFP4"], "")]
+CONFIRMED_QUANT = {
+    "deepseek-r1-nvfp4": {
+        "sources": [
+            "NVIDIA/TensorRT-Model-Optimizer@1030a221 examples/deepseek/ptq.py (*attn* and *head* not quantized, wo "
+            "with --enable_wo_quant, kv_cache_quant_algo FP8, MTP layer excluded)",
+            "NVIDIA/TensorRT-Model-Optimizer@1ef1d72a examples/deepseek/quantize_to_nvfp4.py (FP8 dequantized to "
+            "BF16; U8 weight, F8_E4M3 weight_scale per 16, F32 weight_scale_2 and input_scale)",
+            "huggingface.co/nvidia/DeepSeek-R1-0528-FP4-v2 model card: v2 additionally quantizes wo",
+            "repository size 413,340,567,567 B in 350 files (a public blobcache benchmark of "
+            "nvidia_DeepSeek-R1-0528-NVFP4-v2); this layout counts 413,306,106,784 B of tensors",
+        ],
+        "unconfirmed": [
+            "hf_quant_config.json's text not seen: exclude_modules written as globs of the recipe's exclusions "
+            "(the export lists them per layer)"
+        ],
+        "estimated_bytes": {"mtp": r1_mtp_bf16_bytes()},
+    }
+}
 
 
 if __name__ == "__main__":

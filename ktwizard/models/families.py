@@ -11,8 +11,9 @@ from dataclasses import replace as dataclass_replace
 from typing import Any
 
 from ktwizard.errors import BadInput
-from ktwizard.models import glm5_next
+from ktwizard.models import deepseek_v4, glm5_next
 from ktwizard.models.arch import Arch, ConfigReader
+from ktwizard.models.formats import WeightFormat
 from ktwizard.models.spec import Attention
 from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear, linear_attention, mla, mlp, plain
 
@@ -28,6 +29,7 @@ class MoeLayout:
     shared_intermediate: int = 0
     score_bias: bool = False  # the router keeps an fp32 e_score_correction_bias
     dense_intermediate: int = 0  # width of the dense MLP of non-MoE layers
+    hash_layers: int = 0  # leading layers routed by token id (DeepSeek-V4)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class Family:
     moe_tensors: Callable[[str, Arch], Iterator[Tensor]]  # (layer prefix, arch) -> router, experts, shared experts
     # Kimi K2.5+ wrap the text model in a vision-language config: (text config, tensor-name prefix)
     unwrap: Callable[[dict[str, Any]], tuple[dict[str, Any], str]] | None = None
+    # A checkpoint that keeps its own tensor names and formats (DeepSeek-V4): its whole inventory, its formats reader
+    inventory: Callable[[Arch], Iterator[Tensor]] | None = None
+    formats: Callable[[dict[str, Any]], tuple[WeightFormat, WeightFormat]] | None = None
 
 
 # --- how configs read -----------------------------------------------------------------------------------------
@@ -465,6 +470,41 @@ FAMILIES: tuple[Family, ...] = (
         _block_sparse_moe_tensors,
     ),
 )
+# --- DeepSeek-V4 (issue #43, its own block) -------------------------------------------------------------------
+
+
+def _deepseek_v4_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
+    """Every layer is MoE in the 2604 checkpoints (models/deepseek_v4.py:1061-1066 ignores first_k_dense_replace and
+    moe_layer_freq there); one shared expert of the routed width."""
+    moe_inter = cfg.need("moe_intermediate_size")
+    shared = cfg.count("n_shared_experts")
+    return MoeLayout(
+        experts=cfg.need("n_routed_experts"),
+        moe_intermediate=moe_inter,
+        moe_layers=tuple(range(layers)),
+        shared_experts=shared,
+        shared_intermediate=moe_inter * shared,
+        score_bias=True,
+        hash_layers=min(layers, deepseek_v4.hash_layers(cfg)),
+    )
+
+
+def _no_layer_tensors(p: str, a: Arch, i: int = 0) -> Iterator[Tensor]:
+    return iter(())  # the family's inventory walks the whole checkpoint itself
+
+
+DEEPSEEK_V4 = Family(
+    "deepseek_v4",
+    (deepseek_v4.ARCHITECTURE,),
+    _deepseek_v4_moe,
+    deepseek_v4.attention,
+    _no_layer_tensors,
+    _no_layer_tensors,
+    inventory=deepseek_v4.tensors,
+    formats=deepseek_v4.formats,
+)
+FAMILIES = (*FAMILIES, DEEPSEEK_V4)
+
 BY_ARCHITECTURE = {arch: f for f in FAMILIES for arch in f.architectures}
 BY_NAME = {f.name: f for f in FAMILIES}
 
@@ -472,7 +512,9 @@ BY_NAME = {f.name: f for f in FAMILIES}
 # Served by sglang-kt 0.7.2 (their model classes are in the wheel) but not sized by ktwizard yet: their attention
 # keeps state the memory model does not describe. Named, so a user learns it is ktwizard's gap, not the runtime's.
 NOT_SIZED = {
-    "DeepseekV4ForCausalLM": "compressed MQA with a sliding window and an indexer (sglang/srt/models/deepseek_v4.py)",
+    "Glm5NextForConditionalGeneration": "hybrid linear attention + DSA with hyper-connections (models/glm5_next.py)",
+    "MiniMaxM3ForCausalLM": "block-sparse attention with an index head (models/minimax_m3.py)",
+    "MiniMaxM3SparseForCausalLM": "block-sparse attention with an index head (models/minimax_m3.py)",
 }
 
 

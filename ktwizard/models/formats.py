@@ -27,7 +27,7 @@ DTYPE_BYTES = {
 
 @dataclass(frozen=True)
 class WeightFormat:
-    kind: str  # bf16 | fp8_block | fp8_channel | int4_group | mxfp4 | mxfp8 | nvfp4 | gptq_int4
+    kind: str  # bf16 | fp8_block | fp8_ue8m0 | fp8_channel | int4_group | mxfp4 | mxfp8 | nvfp4 | gptq_int4
     block: int = 0  # FP8 block edge (128) or INT4 / MX group size
     label: str = ""
 
@@ -35,6 +35,7 @@ class WeightFormat:
         return self.label or {
             "bf16": "BF16",
             "fp8_block": f"FP8 e4m3, {self.block}x{self.block} blocks",
+            "fp8_ue8m0": f"FP8 e4m3, {self.block}x{self.block} blocks, ue8m0 scales",
             "fp8_channel": "FP8 e4m3, per-channel",
             "int4_group": f"INT4 group {self.block} (compressed-tensors)",
             "mxfp4": "MXFP4 (e2m1 + ue8m0 per 32)",
@@ -54,6 +55,10 @@ def linear_bytes(fmt: WeightFormat, out_f: int, in_f: int) -> int:
     if fmt.kind == "fp8_block":
         b = fmt.block
         return out_f * in_f + 4 * ceil(out_f / b) * ceil(in_f / b)
+    if fmt.kind == "fp8_ue8m0":
+        # DeepSeek-V4: `.weight` F8_E4M3 and `.scale` F8_E8M0, one byte per block (models/deepseek_v4.py:1673-1675)
+        b = fmt.block
+        return out_f * in_f + ceil(out_f / b) * ceil(in_f / b)
     if fmt.kind == "fp8_channel":
         return out_f * in_f + 4 * out_f
     if fmt.kind == "int4_group":

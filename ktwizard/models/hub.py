@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from ktwizard.errors import BadInput, KtwizardError
-from ktwizard.models.inspect import MAX_INDEX, MAX_JSON, MAX_SHARDS, Inspection, assess, shard_names
+from ktwizard.models.config import with_hf_quant_config
+from ktwizard.models.inspect import HF_QUANT, MAX_INDEX, MAX_JSON, MAX_SHARDS, Inspection, assess, shard_names
 from ktwizard.models.safetensors import MAX_HEADER, parse_header
 
 PREFIX = "hf:"
@@ -174,6 +175,10 @@ def read_remote(text: str, measure_rate: bool = True) -> RemoteCheckpoint:
         sizes = _sizes(info, ref)
         cfg = _json(s.get(s.file_url(commit, "config.json"), MAX_JSON, "config.json"), "config.json", ref)
         where = f"{ref.text} config.json"
+        if HF_QUANT in sizes:  # ModelOpt's quantization section, read as sglang reads it (model_config.py:810-866)
+            cfg = with_hf_quant_config(
+                cfg, _json(s.get(s.file_url(commit, HF_QUANT), MAX_JSON, HF_QUANT), HF_QUANT, ref)
+            )
         if "model.safetensors.index.json" in sizes:
             raw = s.get(s.file_url(commit, "model.safetensors.index.json"), MAX_INDEX, "the safetensors index")
             names = shard_names(_json(raw, "the safetensors index", ref), f"{ref.text} model.safetensors.index.json")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import ceil
 
+from ktwizard.models import dsv4_kv
 from ktwizard.models.formats import WeightFormat
 
 GROUPS = (
@@ -37,7 +39,8 @@ NON_EXPERT_GROUPS = (
 @dataclass(frozen=True)
 class Attention:
     kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | hybrid_dsa (GLM-5-Next: KDA + DSA layers) |
-    # gqa_msa (MiniMax-M3: GQA + block-sparse attention with index keys)
+    # gqa_msa (MiniMax-M3: GQA + block-sparse attention with index keys) |
+    # dsv4 (DeepSeek-V4: compressed MQA + sliding window + indexer)
     heads: int
     kv_heads: int
     head_dim: int = 0
@@ -60,6 +63,19 @@ class Attention:
     index_layers: int = 0
     index_value_layers: int = 0
     sparse_topk_tokens: int = 0
+    # DeepSeek-V4 (models/deepseek_v4.py): per-layer compression 0 / 4 / 128 as config.json lists it (MTP entries
+    # last: the runtime's pool calculator counts them all), the grouped low-rank output, the indexer's top-k and the
+    # hyper-connections' copies of the residual stream
+    compress_ratios: tuple[int, ...] = ()
+    o_lora_rank: int = 0
+    o_groups: int = 0
+    index_topk: int = 0
+    hc_mult: int = 0
+
+    @property
+    def mla(self) -> bool:
+        """Latent (MLA) attention in every layer holding KV: DeepSeek-style models, and GLM-5-Next's DSA layers."""
+        return self.kind.startswith("mla") or self.kind == "hybrid_dsa"
 
 
 @dataclass(frozen=True)
@@ -106,6 +122,7 @@ class ModelSpec:
     # Routed experts use a clamped SwiGLU (MiniMax-M3's swigluoai: swiglu_alpha / swiglu_limit), which kt-kernel
     # applies only under some methods (runtime/rules.loader_problem)
     clamped_swiglu: bool = False
+    kv_cache_fp8: bool = False  # the checkpoint's quantization config asks for an FP8 KV cache (ModelOpt)
 
     @property
     def moe_layer_count(self) -> int:
@@ -143,6 +160,8 @@ class ModelSpec:
         """SGLang's cell_size: KV bytes per token over all layers on one TP rank."""
         a = self.attention
         layers = a.full_attention_layers or self.layers
+        if a.kind == "dsv4":  # the pool's own per-token accounting at the runtime's default SWA share (dsv4_kv.py)
+            return ceil(dsv4_kv.bytes_per_full_token(dsv4_kv.layout(a), dsv4_kv.DEFAULT_SWA_RATIO))
         if a.kind == "hybrid_dsa":
             # GLM-5-Next's DSA layers (model_runner_kv_cache_mixin.py:94-159; trtllm keeps the latent at kv_lora +
             # rope, :362-370): FP8 = raw latent + an fp32 descale per 128 + FP8 indexer keys with an fp32 scale per
@@ -169,6 +188,27 @@ class ModelSpec:
         model_executor/model_runner_kv_cache_mixin.py:934-947)."""
         a = self.attention
         return (a.index_layers + a.index_value_layers) * a.index_head_dim * 2
+
+    def kv_read_bytes(self, context: int, tp: int = 1) -> float:
+        """KV bytes decode attention reads per stream and decoded token at this context: every cached token, except
+        DeepSeek-V4, which reads its window, the top-k of its 4x-compressed entries with their indexer keys, and every
+        128x-compressed entry (dsv4_kv.read_per_token)."""
+        if self.attention.kind == "dsv4":
+            return dsv4_kv.read_per_token(dsv4_kv.layout(self.attention), self.attention, context)
+        if self.attention.kind == "hybrid_dsa":  # GLM-5-Next: each step also reads and writes the stream's KDA state
+            return context * self.kv_cell_bytes(tp) + 2 * self.per_request_state_bytes(tp)
+        if self.attention.kind == "gqa_msa":
+            return self._msa_read_bytes(context, tp)
+        return context * self.kv_cell_bytes(tp)
+
+    def _msa_read_bytes(self, context: int, tp: int) -> float:
+        """MiniMax sparse attention: the dense layers read all their K/V, a sparse layer only the top-k blocks its
+        index picks (sparse_topk_blocks x sparse_block_size tokens, layers/attention/minimax_sparse_backend.py:28-70),
+        and every sparse layer scores all its index keys."""
+        a, index = self.attention, self.index_cell_bytes()
+        per_layer = (self.kv_cell_bytes(tp) - index) / self.layers
+        dense = self.layers - a.index_layers
+        return per_layer * (dense * context + a.index_layers * min(context, a.sparse_topk_tokens)) + index * context
 
     def per_request_state_bytes(self, tp: int = 1) -> int:
         """Fixed state a running request keeps whatever its length (linear-attention / sliding windows)."""

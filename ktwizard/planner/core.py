@@ -196,6 +196,8 @@ def plan(
         overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
     if problem := glm5_next.method_problem(spec, choice.method):
         overflows.insert(0, problem)  # GLM-5-Next: native FP8 checkpoint and --kt-method FP8 only
+    if problem := glm5_next.kv_problem(spec, tuple(g.compute_capability for g in gpus), goals.kv_dtype or "auto"):
+        overflows.insert(0, problem)
     if problem := glm5_next.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
         overflows.insert(0, problem)  # GLM-5-Next: SM86, SM89 and Blackwell only
     mfs = sizing.mem_fraction_static(gpu_experts)
@@ -236,7 +238,7 @@ def plan(
         max_total_tokens=sizing.pool.max_total_tokens,
         mem_fraction_static=mfs,
         flags=flags,
-        env=build_env(gpus, threads, choice, goals.record_routing),
+        env=build_env(gpus, threads, choice, goals.record_routing, spec),
         gpu_budgets=budgets,
         host_budgets=host_budgets,
         fits=fits and not overflows,
@@ -319,7 +321,7 @@ def _notes(
                 "plan on the machine itself (ktwizard probe --save) for the total NVML reports",
             )
         )
-    if not sizing.backend_known and sizing.spec.attention.kind.startswith("mla"):
+    if not sizing.backend_known and sizing.spec.attention.mla:
         notes.append(
             Notice(
                 "info",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ktwizard.host.profile import GPU
+from ktwizard.models import dsv4_kv
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
@@ -261,6 +262,20 @@ def build_flags(
         ]
         # server_args.py:1597-1601 refuses mixed chunks for this model; the rest of the list is never rendered
         f = [fl for fl in f if fl.name not in glm5_next.REFUSED_FLAGS]
+    elif rules.is_dsv4(spec):
+        f += [
+            Flag(
+                "--attention-backend",
+                rules.DSV4_BACKEND,
+                "DeepSeek-V4's compressed attention: sglang-kt 0.7.2 forces it (server_args.py:1802-1806)",
+            ),
+            Flag("--page-size", dsv4_kv.PAGE_SIZE, "the sliding-window pool's page (server_args.py:1805, mixin :746)"),
+            Flag(
+                "--kv-cache-dtype",
+                rules.DSV4_KV_DTYPE,
+                "the only KV dtype 0.7.2 accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted",
+            ),
+        ]
     elif sizing.dsa_kv is None and hints.attention_backend:
         f.append(
             Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family")
@@ -302,9 +317,7 @@ def build_flags(
             )
         )
     if _blackwell(gpus) and (
-        spec.expert_format.kind.startswith("fp8")
-        or spec.other_format.kind.startswith("fp8")
-        or spec.attention.kind.startswith("mla")
+        spec.expert_format.kind.startswith("fp8") or spec.other_format.kind.startswith("fp8") or spec.attention.mla
     ):
         f.append(
             Flag(
@@ -324,7 +337,9 @@ def build_flags(
                 f"holds them leaves the full-attention pool {sizing.tokens} tokens",
             )
         )
-    if goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None:
+    if sizing.checkpoint_kv:
+        f.append(Flag("--kv-cache-dtype", *sizing.checkpoint_kv))
+    elif goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None and not rules.is_dsv4(spec):
         f.append(Flag("--kv-cache-dtype", "fp8_e4m3", "FP8 KV cache: half the bytes per token"))
     if hints.reasoning_parser:
         f.append(Flag("--reasoning-parser", hints.reasoning_parser, "separates the model's reasoning from its answer"))
@@ -396,7 +411,11 @@ def _recipe_notes(recipe: Recipe | None, flags: list[Flag], sizing: Sizing) -> l
 
 
 def build_env(
-    gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice, record_routing: str | None = None
+    gpus: tuple[GPU, ...],
+    threads: ThreadPlan,
+    choice: MethodChoice,
+    record_routing: str | None = None,
+    spec: ModelSpec | None = None,
 ) -> tuple[EnvVar, ...]:
     env = [
         EnvVar("HF_HUB_OFFLINE", "1", "never reach the Hub at start-up: the weights are local"),
@@ -436,4 +455,6 @@ def build_env(
     )
     if record_routing:
         env.append(EnvVar(runtime_env.RECORDER_DIR, record_routing, "where the recorder writes dumps"))
+    if spec is not None and rules.is_dsv4(spec):
+        env += [EnvVar(name, value, why) for name, value, why in rules.DSV4_ENV]
     return tuple(env)

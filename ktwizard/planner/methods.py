@@ -82,6 +82,18 @@ def support(method: str, variant: str | None) -> Support:
             + (f"; {AVX2_SLOWER}" if variant != "avx2" else ""),
             None if variant == "avx2" else "avx2",
         )
+    if method == "MXFP8":
+        # e4m3 bytes + a ue8m0 scale per 32 (MiniMaxAI/MiniMax-M3-MXFP8: kt_kernel/cli/utils/model_registry.py:174-194).
+        # kt-kernel picks the kernel when the layer loads (kt_kernel/utils/amx.py:245-280): AMXMXFP8_KGroup_MOE iff
+        # the CPU has amx_tile + amx_bf16, else AVX2MXFP8_MOE, which every build from avx2 to amx contains (the
+        # avx512_* builds would SIGILL in the AMX kernel, so it is not chosen there). No build needs forcing.
+        if variant == "amx":
+            return Support(True, "MXFP8 runs on kt-kernel's AMX MXFP8 kernel (AMXMXFP8_KGroup_MOE)")
+        return Support(
+            True,
+            "MXFP8 runs on kt-kernel's AVX2 MXFP8 kernel (AVX2MXFP8_MOE): its AMX kernel needs AMX tiles and "
+            "there is no AVX-512 one" + (f"; {AVX2_SLOWER}" if variant != "avx2" else ""),
+        )
     if method == "GPTQ_INT4":
         # AVX2GPTQInt4_MOE is in every build; AVX-VNNI-256 kernels are picked on CPUs with avx_vnni (amx.py:162-167)
         return Support(True)

@@ -80,6 +80,19 @@ def kv_for(capabilities: tuple[str, ...]) -> DsaKv:
     return kv(8, 6) if (8, 6) in parsed else kv(9, 0) if not parsed else kv(*parsed[0])
 
 
+def kv_problem(spec: ModelSpec, capabilities: tuple[str, ...], asked: str) -> str | None:
+    """A --kv-dtype the GPU profile refuses (server_args.py:1686-1690), or None; `auto` takes the profile's."""
+    if not applies(spec) or asked in ("auto", ""):
+        return None
+    need = kv_for(capabilities).dtype
+    if {"bf16": "bfloat16"}.get(asked, asked) == need:
+        return None
+    return (
+        f"--kv-dtype {asked}: sglang-kt 0.7.2 runs GLM-5-Next on this GPU only with a {need} KV cache "
+        "(configs/glm5_next.py:33-40, server_args.py:1686-1690); use --kv-dtype auto"
+    )
+
+
 def cell_bytes(spec: ModelSpec, fp8: bool) -> int:
     """KV bytes per token over the DSA layers (ModelSpec.kv_cell_bytes holds the arithmetic, with its lines)."""
     return spec.kv_cell_bytes(1, 1 if fp8 else 2)

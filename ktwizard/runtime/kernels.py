@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.rules import DSV4_MIN_CC
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class GpuKernel:
 GPU_KERNELS = {
     "fp8_block": GpuKernel("fp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165 (Marlin fallback below SM89)"),
     "fp8_channel": GpuKernel("fp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165"),
+    "fp8_ue8m0": GpuKernel("fp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165 (DeepSeek-V4's block FP8)"),
     "int4_group": GpuKernel("compressed_tensors", 70, "sglang/srt/layers/quantization/compressed_tensors/"),
     "mxfp4": GpuKernel("mxfp4", 80, "sglang/srt/layers/quantization/mxfp4.py:242-243"),
     # below SM100 the weights are converted to 128x128 block FP8 at load (sglang/srt/utils/common.py:3606-3616)
@@ -63,6 +65,13 @@ def gpu_problem(spec: ModelSpec, capabilities: tuple[str, ...]) -> str | None:
     if not known:
         return None
     lowest = min(known)
+    if spec.attention.kind == "dsv4" and lowest < DSV4_MIN_CC:
+        return (
+            f"the GPU (SM{lowest}) cannot serve DeepSeek-V4: KTransformers' tutorial lists Ampere as not supported "
+            "(doc/en/DeepSeek-V4-Flash.md, GPU table) and the compressed-attention pool keeps FP8 keys only from "
+            "SM89 (mem_cache/deepseekv4_memory_pool.py:504-509); use an Ada (SM89), Hopper or Blackwell GPU, or a "
+            "model with MLA attention such as deepseek-v3.2"
+        )
     for fmt in (spec.expert_format, spec.other_format):
         kernel = GPU_KERNELS.get(fmt.kind)
         if kernel and lowest < kernel.min_capability:

@@ -88,6 +88,25 @@ def nsa_cell_bytes(spec: ModelSpec, fp8: bool) -> int:
     return (latent + index) * layers
 
 
+# --- KV dtype a quantized checkpoint asks for -------------------------------------------------------------------------
+# With --kv-cache-dtype auto, sglang-kt 0.7.2 follows the checkpoint's kv_cache_quant_algo: "FP8" gives an fp8_e4m3
+# cache (model_executor/model_runner.py:1765-1781; ModelOpt NVFP4 exports set it). ktwizard renders the dtype it
+# budgets, so the pool it sizes is the pool the runtime allocates.
+
+
+def checkpoint_kv(spec: ModelSpec, asked: str) -> tuple[str, str] | None:
+    """(--kv-cache-dtype, why) for a checkpoint that names its KV dtype, or None when `auto` means BF16."""
+    if not spec.kv_cache_fp8:
+        return None
+    if asked == "bf16":
+        return "bfloat16", "BF16 KV cache as asked (auto would follow the checkpoint's FP8 kv_cache_quant_algo)"
+    return (
+        "fp8_e4m3",
+        "the checkpoint's kv_cache_quant_algo is FP8, which sglang-kt 0.7.2 follows when the KV dtype is auto "
+        "(model_runner.py:1765-1781); the KV pool is budgeted in it",
+    )
+
+
 # --- Block-FP8 checkpoints and tensor parallelism -------------------------------------------------------------------
 # layers/quantization/fp8.py:854-866 (MoE): the per-rank intermediate size of gate/up must be a multiple of block_n,
 # and of block_k for down when TP > 1; fp8.py:338-357 (linear layers): a column- or row-parallel shard must be a
@@ -257,6 +276,9 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
             "utils/amx.py:760-789); the BF16 loader's packed layout is Qwen3.5's, without the expert biases gpt-oss "
             "has (loader.py:573-712). Serve gpt-oss with plain SGLang on the GPUs, without KT"
         )
+    dsv4 = dsv4_method_problem(spec, method)
+    if dsv4:
+        return dsv4
     if spec.clamped_swiglu and method not in CLAMPED_SWIGLU_METHODS:
         return (
             f"{spec.architecture}'s routed experts use a clamped SwiGLU (swigluoai: swiglu_alpha, swiglu_limit) that "
@@ -277,6 +299,48 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
             f"(kt_kernel/utils/loader.py:1198-1270), not {spec.architecture}'s"
         )
     return None
+
+
+# --- DeepSeek-V4 (compressed MQA + sliding window + indexer) ------------------------------------------------------
+# server_args.py:1802-1827 forces the `compressed` attention backend and 256-token pages for DeepseekV4ForCausalLM
+# and accepts only an fp8_e4m3 KV cache (`auto` becomes it; anything else fails an assert). The model class then
+# refuses to load unless SGLANG_DSV4_MODE is 2601 or 2604 (models/deepseek_v4.py:1682-1686); deepseek-ai's
+# checkpoints are the 2604 layout (head_dim, sliding_window, `.scale` names, configs/model_config.py:567-572), and
+# their `swiglu_limit` makes the MXFP4 MoE method demand submode 2604B (mxfp4_deepseek.py:186-192). The KT wrapper
+# passes that clamp to kt-kernel only for MXFP4 / MXFP8 and zeroes it for any other method (kt_ep_wrapper.py:399-405,
+# :5284-5310): the CPU experts would then compute unclamped SiLU, silently wrong.
+DSV4_BACKEND = "compressed"
+DSV4_KV_DTYPE = "fp8_e4m3"
+DSV4_ENV = (
+    (
+        "SGLANG_DSV4_MODE",
+        "2604",
+        "the 2604 checkpoint layout; the model refuses to load without it (deepseek_v4.py:1682)",
+    ),
+    (
+        "SGLANG_DSV4_2604_SUBMODE",
+        "2604B",
+        "the checkpoint's SwiGLU clamp (swiglu_limit 10): the MXFP4 MoE method asserts this submode for it "
+        "(mxfp4_deepseek.py:186-192)",
+    ),
+)
+DSV4_MIN_CC = 89  # doc/en/DeepSeek-V4-Flash.md: Ampere not supported; deepseekv4_memory_pool.py:504-509 FP8 from SM89
+
+
+def is_dsv4(spec: ModelSpec) -> bool:
+    return spec.attention.kind == "dsv4"
+
+
+def dsv4_method_problem(spec: ModelSpec, method: str) -> str | None:
+    """Why kt-kernel 0.7.2 cannot run DeepSeek-V4's CPU experts with `method`, naming what runs; or None."""
+    if not is_dsv4(spec) or method in CLAMPED_SWIGLU_METHODS:
+        return None
+    return (
+        f"DeepSeek-V4's experts clamp SwiGLU at 10 (swiglu_limit), which the KT wrapper hands to kt-kernel only under "
+        f"{' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} it is zeroed and the CPU experts would compute plain "
+        "SiLU, silently wrong (sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310). Use --method MXFP4, which "
+        "reads the checkpoint's own MXFP4 experts"
+    )
 
 
 # --- Health checks ---------------------------------------------------------------------------------------------------

@@ -4,8 +4,13 @@ runtime's code here, not through ktwizard's own rule functions."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 from conftest import run_cli
+from safetensors_fixture import deepseek_tensors, write_checkpoint
 from test_runtime_rules import BLACKWELL_2X, _config, _host_with
 
 from ktwizard.errors import BadInput
@@ -73,3 +78,95 @@ def test_layerwise_prefill_is_gated_with_the_runtimes_reason(preset_id):
     r = plan(h, p.spec(), Goals(context=8192), p.sglang)
     assert r.flag("--kt-gpu-prefill-token-threshold") is None
     assert any(n.text.startswith("Layerwise prefill is off") and "kt_ep_wrapper.py" in n.text for n in r.notices)
+
+
+# --- The NVFP4 DeepSeek-R1 checkpoint (nvidia/DeepSeek-R1-0528-NVFP4-v2) --------------------------------------------
+# NVIDIA's recipe (TensorRT-Model-Optimizer examples/deepseek/ptq.py + quantize_to_nvfp4.py): every linear but the
+# attention's q/kv projections NVFP4 (o_proj included in v2), router, norms, embeddings and lm_head BF16, FP8 KV.
+KEPT_BF16 = re.compile(r"self_attn\.(q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj)$")
+
+
+def _recipe(mtp_from: int):
+    def packed(module: str) -> bool:
+        layer = int(module.split(".")[2])
+        return layer < mtp_from and not KEPT_BF16.search(module)
+
+    return packed
+
+
+def _nvfp4_bytes(o: int, i: int) -> int:
+    return o * i // 2 + o * (i // 16) + 4 + 4  # U8 pairs, e4m3 per 16, weight_scale_2 and input_scale
+
+
+def test_nvfp4_r1_preset_counts_the_recipes_layout():
+    cfg = _config("deepseek-r1-nvfp4")
+    h, i, d, e, v = (
+        cfg[k] for k in ("hidden_size", "moe_intermediate_size", "intermediate_size", "n_routed_experts", "vocab_size")
+    )
+    heads, layers, dense = cfg["num_attention_heads"], cfg["num_hidden_layers"], cfg["first_k_dense_replace"]
+    ql, kl, rope, nope, vd = (
+        cfg[k] for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+    )
+    attn_bf16 = 2 * (ql * h + heads * (nope + rope) * ql + (kl + rope) * h + heads * (nope + vd) * kl) + 2 * (ql + kl)
+    attn = attn_bf16 + _nvfp4_bytes(h, heads * vd)
+    mlp = lambda inter: 2 * _nvfp4_bytes(inter, h) + _nvfp4_bytes(h, inter)  # noqa: E731
+    routed = (layers - dense) * e * mlp(i)
+    moe_rest = (layers - dense) * (mlp(i * cfg["n_shared_experts"]) + 2 * e * h + 4 * e)  # shared, router + fp32 bias
+    total = layers * (attn + 4 * h) + dense * mlp(d) + moe_rest + routed + 2 * v * h * 2 + 2 * h
+    s = get_preset("deepseek-r1-nvfp4").spec()
+    assert s.routed_bytes == routed
+    assert s.non_expert_bytes + s.routed_bytes == total
+    assert s.kv_cache_fp8
+    preset = get_preset("deepseek-r1-nvfp4")
+    assert not any("exclude_modules not recorded" in u or "written from" in u for u in preset.unconfirmed)
+
+
+def test_nvfp4_r1_kv_pool_is_the_fp8_pool_the_runtime_allocates():
+    """kv_cache_quant_algo FP8 + --kv-cache-dtype auto -> fp8_e4m3 (model_runner.py:1765-1781): one byte per latent
+    element, (kv_lora_rank + rope) x layers per token; the plan renders the dtype it budgets."""
+    cfg = _config("deepseek-r1-nvfp4")
+    p = get_preset("deepseek-r1-nvfp4")
+    r = plan(load_host("rtx-pro-6000-epyc-9355"), p.spec(), Goals(context=65536), p.sglang)
+    assert r.flag("--kv-cache-dtype") == "fp8_e4m3"
+    tokens = int(r.flag("--max-total-tokens") or 0)
+    pool = next(it.bytes for it in r.gpu_budgets[0].items if it.name == "KV pool")
+    assert tokens > 0 and pool == tokens * (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * cfg["num_hidden_layers"]
+    bf16 = plan(load_host("rtx-pro-6000-epyc-9355"), p.spec(), Goals(context=65536, kv_dtype="bf16"), p.sglang)
+    assert bf16.flag("--kv-cache-dtype") == "bfloat16"  # auto would follow the checkpoint: say bf16 explicitly
+
+
+def _nvidia_export(folder: Path, layers: int = 4, experts: int = 8) -> dict:
+    """A header-only NVFP4 DeepSeek export as NVIDIA publishes it: config.json without quantization_config, the
+    recipe's keys in hf_quant_config.json (exclusions listed per module), MTP layer BF16."""
+    cfg = {
+        k: v
+        for k, v in get_preset("deepseek-r1-nvfp4").config.items()
+        if k not in ("quantization_config", "estimated_bytes")
+    }
+    cfg.update(num_hidden_layers=layers, n_routed_experts=experts, num_experts_per_tok=2, n_group=1, topk_group=1)
+    write_checkpoint(folder, cfg, deepseek_tensors(cfg, fp8=False, nvfp4=_recipe(layers)), shards=2, sparse=True)
+    excluded = [
+        f"model.layers.{n}.self_attn.{m}"
+        for n in range(layers)
+        for m in ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+    ]
+    quant = {
+        "quant_algo": "NVFP4",
+        "kv_cache_quant_algo": "FP8",
+        "group_size": 16,
+        "exclude_modules": ["lm_head", *excluded, f"model.layers.{layers}*"],
+    }
+    (folder / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"}, "quantization": quant}))
+    return cfg
+
+
+def test_a_modelopt_export_is_read_through_hf_quant_config(tmp_path):
+    """sglang reads hf_quant_config.json when config.json has no quantization_config (model_config.py:810-889): the
+    checkpoint is NVFP4 with an FP8 KV cache, and its headers are the tensors the config implies (no notes)."""
+    from ktwizard.models.inspect import inspect_checkpoint
+
+    _nvidia_export(tmp_path / "DeepSeek-R1-0528-NVFP4-v2")
+    r = inspect_checkpoint(tmp_path / "DeepSeek-R1-0528-NVFP4-v2")
+    assert r.spec.expert_format.kind == "nvfp4" and r.spec.kv_cache_fp8
+    assert r.notes == (), r.notes
+    assert r.spec.mtp_bytes > 0  # the BF16 MTP layer is apart from the groups

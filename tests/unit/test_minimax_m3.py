@@ -187,15 +187,13 @@ def test_decode_reads_the_top_k_blocks_of_sparse_layers_and_every_index_key():
     """A decode step at 131,072 tokens on TP 1: the 3 dense layers read all their K/V (4 heads x 256 x 2 B per token),
     the 57 sparse layers 16 blocks x 128 tokens of it (minimax_sparse_backend.py:28-70, sparse_topk_blocks and
     sparse_block_size), and every sparse layer's index keys (128 x 2 B) over the whole context."""
-    from ktwizard.planner.forecast.model import kv_read_per_stream
-
     spec = get_preset("minimax-m3-mxfp8").spec()
     ctx, per_layer = 131072, 4 * 256 * 2
     want = per_layer * (3 * ctx + 57 * 16 * 128) + 57 * 128 * 2 * ctx
-    assert kv_read_per_stream(spec, ctx, 1) == want
-    assert kv_read_per_stream(spec, 1000, 1) == 1000 * spec.kv_cell_bytes(1)  # short: every block is picked
+    assert spec.kv_read_bytes(ctx, 1) == want
+    assert spec.kv_read_bytes(1000, 1) == 1000 * spec.kv_cell_bytes(1)  # short: every block is picked
     dense = get_preset("minimax-m2.5").spec()
-    assert kv_read_per_stream(dense, ctx, 1) == ctx * dense.kv_cell_bytes(1)
+    assert dense.kv_read_bytes(ctx, 1) == ctx * dense.kv_cell_bytes(1)
 
 
 def test_the_model_list_marks_the_bf16_checkpoint():

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from ktwizard.models import dsv4_kv
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
@@ -55,14 +56,16 @@ def recorder_buffer(spec: ModelSpec, recording: bool) -> BudgetItem | None:
 def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
     """deepseek_weight_loader.py:402-620: w_kc and w_vc are new bf16 tensors made from kv_b_proj, which is kept."""
     a = spec.attention
-    if not a.kind.startswith("mla"):
+    if not a.mla:
         return None
     per_layer = a.heads * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank * 2
+    # GLM-5-Next: only its DSA layers have a kv_b_proj (post_load_weights splits the layers whose kv_b_proj loaded)
+    layers = a.full_attention_layers if a.kind == "hybrid_dsa" else spec.layers
     return BudgetItem(
         "MLA w_kc/w_vc copies",
-        ceil(per_layer * spec.layers / tp),
+        ceil(per_layer * layers / tp),
         f"bf16 copies of kv_b_proj per layer ({a.heads} heads x ({a.qk_nope_head_dim}+{a.v_head_dim}) x "
-        f"{a.kv_lora_rank}) x {spec.layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
+        f"{a.kv_lora_rank}) x {layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
         "weights",
         source="srt/models/deepseek_common/deepseek_weight_loader.py:402-620",
     )
@@ -104,6 +107,8 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     and the smallest cap whose full-attention pool still holds every promised token.
     """
     a = spec.attention
+    if a.kind == "dsv4":
+        return compressed_pool(spec, tokens, chunk, concurrency)
     if a.kind == "mla_nsa":
         cell = rules.nsa_cell_bytes(spec, fp8=dtype_bytes == 1)
         return Pool(
@@ -155,6 +160,28 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
         f"--max-total-tokens {cap} x {full + swa} B (cells of all {spec.layers} layers, as SGLang counts them); "
         f"with --swa-full-tokens-ratio {ratio} that holds {tokens} full-attention tokens and "
         f"{int(tokens * ratio)} sliding-window tokens",
+        ratio,
+    )
+
+
+def compressed_pool(spec: ModelSpec, tokens: int, chunk: int, concurrency: int) -> Pool:
+    """DeepSeek-V4 (model_runner_kv_cache_mixin.py:479-556): the pools are sized from DSv4MemoryCalculator's bytes per
+    full token (memory_profiler.py:63-98), the full-token count rounded down to 256-token pages (:103-105) and capped
+    by --max-total-tokens (get_pool_sizes_by_configuration, :146-148). The plan renders the cap as the promised tokens
+    rounded up to a page, and --swa-full-tokens-ratio (dsv4_kv.swa_ratio), so the pool holds every promised token.
+    Not shared over TP: one KV head, every rank keeps the whole cache (MQA, models/deepseek_v4.py:503)."""
+    layout = dsv4_kv.layout(spec.attention)
+    cap = ceil(tokens / dsv4_kv.PAGE_SIZE) * dsv4_kv.PAGE_SIZE
+    ratio = dsv4_kv.swa_ratio(cap, chunk, concurrency)
+    per_token = dsv4_kv.bytes_per_full_token(layout, ratio)
+    return Pool(
+        cap,
+        ceil(cap * per_token),
+        f"--max-total-tokens {cap} x {per_token:.1f} B per token (DeepSeek-V4's compressed pools as the runtime's "
+        f"calculator counts them: window KV of {layout.layers} layers x {ratio}, compressed KV of {layout.c4_layers} "
+        f"4x and {layout.c128_layers} 128x layers, indexer keys, fp32 compressor states; memory_profiler.py:63-98); "
+        f"--swa-full-tokens-ratio {ratio} keeps {int(cap * ratio)} window tokens: two chunks in flight and a page per "
+        "request",
         ratio,
     )
 

@@ -34,7 +34,7 @@ def layerwise_threshold(method: str, spec: ModelSpec) -> int:
     # 2048 for BF16/FP8 GQA models (kt-cli-and-flags.md §2.4).
     if method == "RAWINT4":
         return 400
-    return 1024 if spec.attention.kind.startswith("mla") else 2048
+    return 1024 if spec.attention.mla else 2048
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,14 @@ class Sizing:
         self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
         if glm5_next.applies(spec):  # the GPU profile fixes the KV dtype (runtime/glm5_next.py)
             self.dsa_kv = glm5_next.kv_for(tuple(g.compute_capability for g in gpus))
-        fp8 = self.dsa_kv.fp8 if self.dsa_kv else goals.kv_dtype == "fp8_e4m3"
+        # a checkpoint that names its KV dtype (ModelOpt); DeepSeek-V4 sizes its own pools
+        self.checkpoint_kv = None if self.dsa_kv or rules.is_dsv4(spec) else rules.checkpoint_kv(spec, goals.kv_dtype)
+        if self.dsa_kv:
+            fp8 = self.dsa_kv.fp8
+        elif self.checkpoint_kv:
+            fp8 = self.checkpoint_kv[0] == "fp8_e4m3"
+        else:
+            fp8 = goals.kv_dtype == "fp8_e4m3"
         self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
         self.state_pool = linear_state.state_pool(spec, self.tp, goals.concurrency)
         self.state = self.state_pool.allocated if self.state_pool else 0

@@ -74,7 +74,14 @@ def attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: 
     """The attention step of a batch of `tokens` new tokens whose requests hold `prefix` tokens of prefix in total."""
     a, H, M = spec.attention, spec.hidden, tokens
     parts: list[tuple[str, int]] = [("residual", M * H * 2), ("normed input", M * H * 2)]
-    if not a.kind.startswith("mla"):
+    if a.kind == "hybrid_dsa":
+        # GLM-5-Next: the mHC residual holds hc_mult (4) streams (glm5_next.py:218-246), and a KDA layer's fused
+        # q/k/v/b/f_a/g_a and f_b/g_b outputs (kimi_linear.py:205-276) stand beside the DSA layer's latent parts:
+        # the larger layer of the two is counted by adding both (an upper bound)
+        n, d = a.linear_value_heads, a.linear_value_head_dim
+        parts[0] = ("mHC residual (4 streams)", 4 * M * H * 2)
+        parts.append(("KDA projections", M * (ceil((5 * n * d + n) / tp) + 2 * d) * 2))
+    if not a.mla:
         hl, kvl = _heads(a.heads, tp), _heads(a.kv_heads, tp)
         parts += [("q/k/v", M * (hl + 2 * kvl) * a.head_dim * 2), ("attention output", M * hl * a.head_dim * 2)]
         if backend == "flashinfer" and extend and prefix > 0:
