@@ -505,8 +505,8 @@ def main() -> None:
             # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), on the GPU
             cfg["estimated_bytes"] = {"vision": QWEN35_VISION.get(block, 902356992)}
         if arch == "KimiK25ForConditionalGeneration":
-            # MoonViT tower + projector, loaded on the GPU; not in the text config (reference §7: ~0.46B BF16 params)
-            cfg["estimated_bytes"] = {"vision": 930668544}
+            # MoonViT tower + projector, loaded on the GPU; not in the text config (kimi_k25.py shapes, below)
+            cfg["estimated_bytes"] = {"vision": moonvit_bytes()}
         preset = {
             "id": pid,
             "name": name,
@@ -765,6 +765,8 @@ def minimax_m3_presets(blocks: dict) -> list[tuple[str, dict]]:
     for pid, name, repos, quant, methods in M3_CHECKPOINTS:
         cfg: dict = {
             "architectures": list(f["architectures"]),
+            # as the checkpoints' config.json: the config class ships with them (--trust-remote-code loads it)
+            "auto_map": dict(f["auto_map"]),
             "model_type": f["model_type"],
             "text_config": dict(f["text_config"]),
             "vision_config": dict(f["vision_config"]),
@@ -883,6 +885,20 @@ def glm5_next_preset(pid: str, f: dict) -> dict:
 
 
 # --- end GLM-5-Next ---
+
+
+# --- Kimi K2.5 / K2.6 / K2.7 Code vision tower (issue 43, q35) -------------------------------------------------------
+def moonvit_bytes(h: int = 1152, inter: int = 4304, depth: int = 27, pos: int = 64, patch: int = 14) -> int:
+    """BF16 bytes of KimiK25ForConditionalGeneration's vision side, from sglang/srt/models/kimi_k25.py: MoonViT's
+    Conv2d patch embed 3 x patch^2 -> h (+bias, :371-400), a learnable pos x pos x h position table (:227-245),
+    `depth` encoder layers (two LayerNorms, qkv and proj with bias, MLP2 fc0/fc1 with bias, :99-135), a final
+    LayerNorm (:443), and K2VLMultiModalProjector: LayerNorm(h), 4h -> 4h, 4h -> 7168, with bias (:542-570).
+    Dims: the checkpoints' vision_config (vt_* 1152 / 4304 / 27, patch 14, init_pos_emb 64 x 64, merge 2 x 2),
+    which are also configs/kimi_k25.py's defaults."""
+    layer = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    tower = 3 * patch * patch * h + h + pos * pos * h + depth * layer + 2 * h
+    projector = 2 * h + 16 * h * h + 4 * h + 4 * h * 7168 + 7168
+    return 2 * (tower + projector)
 
 
 # --- Qwen3.5 / Qwen3.6 mid sizes (issue 43, q35) -------------------------------------------------------------------
