@@ -101,6 +101,10 @@ def cpu_expert_bytes(method: str, hidden: int, inter: int, group: int = 32, nati
     if method == "GPTQ_INT4":
         # qweight as stored; the fp16 scales widened to fp32, qzeros and g_idx not kept (loader.py:1183-1185)
         return n // 2 + 4 * (n // group)
-    if method in ("FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8"):
+    if method == "MXFP4":
+        # DeepSeek-V4's experts: the nibbles as stored, each ue8m0 scale widened to bf16 by the loader for the AMX
+        # FP4 kernel (MXFP4SafeTensorLoader._ue8m0_to_bf16, kt_kernel/utils/loader.py:1222-1252; amx.py:827-830)
+        return n // 2 + 2 * (n // 32)
+    if method in ("FP8", "FP8_PERCHANNEL", "BF16", "MXFP8"):
         return native
     return None
