@@ -7,7 +7,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-SIZES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
+SIZES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1, "F8_E8M0": 1, "I8": 1, "I64": 8}
 
 
 def nbytes(dtype: str, shape: tuple[int, ...]) -> int:

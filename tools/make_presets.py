@@ -765,6 +765,8 @@ def minimax_m3_presets(blocks: dict) -> list[tuple[str, dict]]:
     for pid, name, repos, quant, methods in M3_CHECKPOINTS:
         cfg: dict = {
             "architectures": list(f["architectures"]),
+            # as the checkpoints' config.json: the config class ships with them (--trust-remote-code loads it)
+            "auto_map": dict(f["auto_map"]),
             "model_type": f["model_type"],
             "text_config": dict(f["text_config"]),
             "vision_config": dict(f["vision_config"]),

@@ -186,7 +186,11 @@ def assess(
     missing_experts: list[str] = []
     wrong: list[str] = []
     for want in tensors(arch):
-        names = [want.name] if want.count == 1 else [want.name.replace(".0.", f".{j}.", 1) for j in range(want.count)]
+        # expert 0 stands for all of them: expand its index, not the first ".0." (layer 0's in layers.0.*.experts.0)
+        one = want.name
+        names = (
+            [one] if want.count == 1 else [one.replace(".experts.0.", f".experts.{j}.", 1) for j in range(want.count)]
+        )
         for name in names:
             got = found.get(_key(name))
             if got is None:

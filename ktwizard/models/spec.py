@@ -197,7 +197,18 @@ class ModelSpec:
             return dsv4_kv.read_per_token(dsv4_kv.layout(self.attention), self.attention, context)
         if self.attention.kind == "hybrid_dsa":  # GLM-5-Next: each step also reads and writes the stream's KDA state
             return context * self.kv_cell_bytes(tp) + 2 * self.per_request_state_bytes(tp)
+        if self.attention.kind == "gqa_msa":
+            return self._msa_read_bytes(context, tp)
         return context * self.kv_cell_bytes(tp)
+
+    def _msa_read_bytes(self, context: int, tp: int) -> float:
+        """MiniMax sparse attention: the dense layers read all their K/V, a sparse layer only the top-k blocks its
+        index picks (sparse_topk_blocks x sparse_block_size tokens, layers/attention/minimax_sparse_backend.py:28-70),
+        and every sparse layer scores all its index keys."""
+        a, index = self.attention, self.index_cell_bytes()
+        per_layer = (self.kv_cell_bytes(tp) - index) / self.layers
+        dense = self.layers - a.index_layers
+        return per_layer * (dense * context + a.index_layers * min(context, a.sparse_topk_tokens)) + index * context
 
     def per_request_state_bytes(self, tp: int = 1) -> int:
         """Fixed state a running request keeps whatever its length (linear-attention / sliding windows)."""

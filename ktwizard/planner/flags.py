@@ -291,14 +291,29 @@ def build_flags(
                 "(mxfp4.py:704-725), as the budget counts them",
             )
         )
-    if spec.clamped_swiglu and not M.mxfp4_upcast(spec):
+    if quant := rules.m3_quantization(spec):
+        f.append(
+            Flag(
+                "--quantization",
+                quant,
+                "the checkpoint's own method, named: without it sglang-kt 0.7.2 fails MiniMax-M3 at start-up on an "
+                "attribute it never defines (server_args.py:2433-2443); KT's MiniMax-M3 tutorial passes it",
+            )
+        )
+    if quant == "mxfp8":
+        # MXFP8 MoE runners of 0.7.2 (server_args.py:2918-2964): below SM100 the weights become block FP8 at load and
+        # triton runs them (KT's MiniMax-M3 tutorial passes it); from SM100 `auto` turns into flashinfer_trtllm,
+        # whose assert refuses mxfp8 (:2976-2983), and any runner outside its list is overridden to cutlass
+        hopper = min(g.cc_major for g in gpus) < 10
         f.append(
             Flag(
                 "--moe-runner-backend",
-                "triton",
-                "MiniMax-M3's GPU experts: the runner KT's MiniMax-M3 tutorial launches with (its MXFP8 weights and "
-                "clamped SwiGLU); 0.7.2 forces it anyway for BF16 weights, where deep_gemm corrupts the output "
-                "(server_args.py:2446-2454)",
+                "triton" if hopper else "cutlass",
+                "MiniMax-M3's GPU experts: triton for the block-FP8 conversion below SM100, as KT's MiniMax-M3 tutorial"
+                " runs it (server_args.py:2936-2951)"
+                if hopper
+                else "MiniMax-M3's GPU experts on Blackwell: the MXFP8 runner 0.7.2 keeps (server_args.py:2952-2964); "
+                "`auto` would pick flashinfer_trtllm, which refuses mxfp8 at start-up (:2976-2983)",
             )
         )
     if _blackwell(gpus) and (

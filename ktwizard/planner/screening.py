@@ -11,6 +11,7 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.methods import choose_method
 from ktwizard.runtime.kernels import gpu_problem
+from ktwizard.runtime.rules import loader_problem
 
 
 def obstacle(spec: ModelSpec, host: HostProfile) -> str | None:
@@ -18,6 +19,8 @@ def obstacle(spec: ModelSpec, host: HostProfile) -> str | None:
     try:
         choice = choose_method(spec, host.cpu.flags, None)
     except BadInput:
+        return "CPU cannot run this method"
+    if loader_problem(spec, choice.method):  # kt-kernel has no loader for it, or would compute it wrong (MiniMax-M3)
         return "CPU cannot run this method"
     if gpu_problem(spec, tuple(g.compute_capability for g in host.visible_gpus)):
         return "GPU architecture lacks the kernel"

@@ -245,6 +245,22 @@ def recorder_passes(requests: int, max_tokens: int) -> int:
 MXFP4_LAYOUT_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM"})
 
 
+# --- MiniMax-M3 start-up --------------------------------------------------------------------------------------------
+# server_args.py:2433-2443: for the M3 architectures ServerArgs evaluates `self.quantization is None and not
+# self._quantization_explicitly_unset`, an attribute 0.7.2 never defines: with no --quantization it raises
+# AttributeError before anything loads (run through 0.7.2's own ServerArgs: tests/integration/test_runtime_accepts.py).
+# Naming the checkpoint's method short-circuits the test; KT's MiniMax-M3 tutorial passes --quantization mxfp8.
+M3_ARCHITECTURES = ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration")
+M3_QUANTIZATION = {"mxfp8": "mxfp8"}  # WeightFormat.kind -> the --quantization the checkpoint's config names
+
+
+def m3_quantization(spec: ModelSpec) -> str | None:
+    """The --quantization an M3 plan must render (None: not M3, or a format 0.7.2 cannot start M3 with)."""
+    if spec.architecture not in M3_ARCHITECTURES:
+        return None
+    return M3_QUANTIZATION.get(spec.other_format.kind)
+
+
 # MiniMax-M3's experts: swigluoai, min(gate, limit) * sigmoid(alpha * gate) * (clamp(up, -limit, limit) + 1).
 # kt_ep_wrapper passes (alpha, limit) to kt-kernel only for these methods (block FP8 only for GLM-5-Next) and zeroes
 # them otherwise.
@@ -270,6 +286,12 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
             "zeroes both and the CPU experts would compute plain SiLU, silently wrong "
             "(sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310; kt_kernel/experts.py:378-393). Use the "
             "MXFP8 checkpoint (preset minimax-m3-mxfp8, MiniMaxAI/MiniMax-M3-MXFP8) with --kt-method MXFP8"
+            + (
+                "; nor does sglang-kt 0.7.2 start an unquantized MiniMax-M3: ServerArgs reads an attribute it never "
+                "defines (server_args.py:2433-2443)"
+                if spec.architecture in M3_ARCHITECTURES and m3_quantization(spec) is None
+                else ""
+            )
         )
     if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
         return (

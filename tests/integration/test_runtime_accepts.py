@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -66,6 +67,9 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
         folder = tmp / "models" / pid
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps(preset.config))
+        for ref in (preset.config.get("auto_map") or {}).values():  # the checkpoint's own config code (MiniMax-M3)
+            module = str(ref).split(".")[0]
+            shutil.copy(TESTS / "fixtures" / "remote_code" / f"{module}.py", folder / f"{module}.py")
         folders[pid] = str(folder)
     devices: dict[str, dict] = {}
     cases: dict[str, list[dict]] = defaultdict(list)
@@ -94,6 +98,10 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
                     result = plan(host, preset.spec(), Goals(**{**base, **extra}), preset.sglang, trial=False)
                 except BadInput as exc:
                     refused.append(f"{hname}/{pid}/tp{tp}/{variant}: {exc}")  # one line, never rendered
+                    continue
+                if problem := rules.loader_problem(preset.spec(), result.method):
+                    # ktwizard refuses to run it (exit 3, MiniMax-M3's BF16 experts): nothing is ever launched
+                    refused.append(f"{hname}/{pid}/tp{tp}/{variant}: {problem}")
                     continue
                 args = argv(result) + (["--api-key", "k" * 32] if variant == "api-key" else [])
                 cases[hname].append(

@@ -189,7 +189,7 @@ def attention_read(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -
 
 def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
     """Score and value products of `n` new tokens against `prefix` + their own causal half, all full-attention
-    layers."""
+    layers; a MiniMax sparse layer attends to its top-k blocks only but scores every key with its index heads."""
     a = spec.attention
     layers = a.full_attention_layers or spec.layers
     qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.mla else a.head_dim
@@ -198,7 +198,13 @@ def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
         return sum(
             2.0 * n * dsv4_attended(a, r, prefix + n / 2) * a.heads * (qk + v) for r in a.compress_ratios[:layers]
         )
-    return 2.0 * n * (prefix + n / 2) * a.heads * (qk + v) * layers
+    span = prefix + n / 2
+    if a.kind == "gqa_msa":  # MiniMax-M3: sparse layers attend their top-k blocks, their index heads score every key
+        dense = 2.0 * n * span * a.heads * (qk + v) * (layers - a.index_layers)
+        sparse = 2.0 * n * min(span, a.sparse_topk_tokens) * a.heads * (qk + v) * a.index_layers
+        index = 2.0 * n * span * a.index_n_heads * a.index_head_dim * a.index_layers
+        return dense + sparse + index
+    return 2.0 * n * span * a.heads * (qk + v) * layers
 
 
 def dsv4_attended(a: Attention, ratio: int, seen: float) -> float:
