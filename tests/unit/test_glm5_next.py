@@ -251,3 +251,41 @@ def test_the_forecast_counts_the_kda_state_each_decode_step():
     rate = min(s.gpu.bandwidth * TERMS.attn_bw_eff, attention_lanes(s, 2) * TERMS.attn_lane_bps)
     state = 34 * (3 * 3 * KH * KD * 2 + KH * KD * KD * 4)
     assert attention_read(s, 0, 2) == pytest.approx(2 * 2 * state / rate)
+
+
+def test_the_model_list_badge_names_the_gpu_gate():
+    """The wizard's model list: an H200 host gets the GPU-architecture badge (the runtime fails closed on SM90), an
+    RTX 4090 host a fit."""
+    from ktwizard.planner.screening import screen
+
+    p = get_preset(PID)
+    assert screen(p.spec(), load_host("h200-1gpu-xeon-amx"), p.sglang).badge == "✗ GPU architecture lacks the kernel"
+    assert screen(p.spec(), load_host("xeon-2s-amx-4x4090-48gb"), p.sglang).badge.startswith("✓ fits")
+
+
+def test_plan_before_downloading_reads_the_same_checkpoint_from_the_hub(tmp_path, monkeypatch):
+    """`--model hf:` against a recorded hub on 127.0.0.1 (tests/unit/test_hub.py's): config.json, the index and
+    the shard headers of a (sparse) full-size GLM-5.3-Flash give the preset's spec, the commit and the download size."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from test_hub import SHA, Hub
+
+    from ktwizard.inputs import inspect_source
+
+    folder = tmp_path / "glm"
+    tensors = glm53_tensors()
+    write_checkpoint(folder, get_preset(PID).config, tensors, shards=4, sparse=True)
+    shards = sorted(p.name for p in folder.glob("*.safetensors"))
+    monkeypatch.setattr(
+        Hub, "repos", {"zai-org/GLM-5.3-Flash": (folder, ["config.json", "model.safetensors.index.json", *shards])}
+    )
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        r = inspect_source("hf:zai-org/GLM-5.3-Flash")
+    finally:
+        server.shutdown()
+    assert r.spec == get_preset(PID).spec() and r.spec.exact and r.spec.revision == SHA
+    assert r.spec.download_bytes >= sum(nbytes(d, s) for _, d, s in tensors)
