@@ -268,3 +268,14 @@ def test_plans_name_a_fit_or_what_does_not(pid):
     p = get_preset(pid)
     r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(), p.sglang, recipe_for(pid))
     assert r.fits and r.method == "MXFP4" and 0 < r.gpu_experts <= p.spec().routed_experts
+
+
+def test_host_ram_holds_every_expert_with_bf16_scales():
+    """MXFP4SafeTensorLoader widens each ue8m0 scale to bf16 (kt_kernel/utils/loader.py:1222-1252) and hands the
+    nibbles as stored (amx.py:827-830): per expert 3 x (I x H / 2 + 2 x I x H / 32) bytes, all 43 x 256 of them."""
+    p = get_preset("deepseek-v4-flash")
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=8192), p.sglang)
+    whole = next(b for b in r.host_budgets if b.node < 0)
+    per_expert = 3 * (2048 * 4096 // 2 + 2 * 2048 * 4096 // 32)
+    assert whole.item("CPU experts") == 43 * 256 * per_expert
+    assert whole.item("loader peak (one layer)") == 256 * per_expert
