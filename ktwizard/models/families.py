@@ -249,7 +249,7 @@ def _qwen3_5_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
 
 
 def _block_sparse_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
-    """Mixtral, MiniMax-M2: block_sparse_moe.gate, experts.N.w1/w3/w2."""
+    """Mixtral: block_sparse_moe.gate, experts.N.w1/w3/w2."""
     yield plain(f"{p}.block_sparse_moe.gate.weight", (a.routed_experts, a.hidden))
     if a.score_bias:
         yield plain(f"{p}.block_sparse_moe.e_score_correction_bias", (a.routed_experts,), "F32")
@@ -361,9 +361,10 @@ def _minimax_m3_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
         yield from linear(f"{p}.self_attn.index_o_proj", h, at.index_n_heads * at.index_head_dim, f)
 
 
-def _minimax_m3_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
-    """block_sparse_moe.gate kept in F32 (the router GEMM runs in fp32, minimax_m3.py:395-402; the checkpoints store
-    it so and list it in ignored_layers), the fp32 score bias, experts w1/w3/w2, and the shared expert."""
+def _minimax_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+    """MiniMax-M2 and M3: block_sparse_moe.gate kept in F32 (the router GEMM runs in fp32, minimax_m2.py:365-370,
+    minimax_m3.py:395-402; the M2.7, M3 and M3-MXFP8 checkpoints' headers store it so), the fp32 score bias, experts
+    w1/w3/w2, and M3's shared expert."""
     yield plain(f"{p}.block_sparse_moe.gate.weight", (a.routed_experts, a.hidden), "F32")
     if a.score_bias:
         yield plain(f"{p}.block_sparse_moe.e_score_correction_bias", (a.routed_experts,), "F32")
@@ -378,7 +379,7 @@ MINIMAX_M3 = Family(
     _minimax_m3_moe,
     _minimax_m3_attention,
     _minimax_m3_tensors,
-    _minimax_m3_moe_tensors,
+    _minimax_moe_tensors,
     unwrap=_minimax_m3_unwrap,
 )
 
@@ -450,7 +451,7 @@ FAMILIES: tuple[Family, ...] = (
         _every_layer_moe(True),
         _gqa_attention,
         _gqa_tensors(qk_norm="per_layer"),
-        _block_sparse_moe_tensors,
+        _minimax_moe_tensors,  # the MiniMax-M3 block above: the same MoE layout, F32 router
     ),
     Family(
         "gpt_oss",

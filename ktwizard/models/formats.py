@@ -94,8 +94,10 @@ def cpu_expert_bytes(method: str, hidden: int, inter: int, group: int = 32, nati
         # the INT4 checkpoint as-is, but k2-moe.hpp widens its bf16 group scales to fp32 in RAM
         return n // 2 + 4 * (2 * inter * (hidden // group) + hidden * (inter // group))
     if method == "NVFP4":
-        # the nibbles as stored; both scale levels folded into one bf16 per 16 (kt_kernel/utils/loader.py:1353)
-        return n // 2 + 2 * (n // 16)
+        # the nibbles as stored; the loader folds both scale levels into one bf16 per 16 (kt_kernel/utils/loader.py:
+        # 1350-1354), which AVX2MXFP4_MOE widens into its FP32 group scales (kt-kernel avx2/mxfp4-moe.hpp BufferB:
+        # n*k/2 + n*(k/group)*4 B; TP_MOE::load_weights convert_or_copy bf16 -> fp32)
+        return n // 2 + 4 * (n // 16)
     if method == "GPTQ_INT4":
         # qweight as stored; the fp16 scales widened to fp32, qzeros and g_idx not kept (loader.py:1183-1185)
         return n // 2 + 4 * (n // group)

@@ -208,7 +208,10 @@ def plan(
             where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
             # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
             loading = hb.item("loader peak (one layer)")
-            when = " only while loading (kt-kernel holds one layer as read on top of the loaded ones)"
+            when = (
+                " only while loading (the OOM killer would end the server mid-load: kt-kernel holds one layer's "
+                "loader tensors and staging on top of the loaded layers)"
+            )
             overflows.append(
                 f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
                 f"needed of {human(hb.capacity)} usable"

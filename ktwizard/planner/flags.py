@@ -227,8 +227,10 @@ def build_flags(
         # runtime's DSA branch would set is rendered, so the plan says what runs
         major = min(g.cc_major for g in gpus)
         prefill, decode = rules.nsa_kernels(sizing.dsa_kv, major)
-        if glm5_next.applies(spec):  # server_args.py:1692-1706: GLM's KPool4 needs the model-local trtllm dispatcher
+        kernel_src = "server_args.py:1752-1777"
+        if glm5_next.applies(spec):  # GLM's KPool4 needs the model-local trtllm dispatcher for both
             prefill = decode = glm5_next.NSA_BACKEND
+            kernel_src = "server_args.py:1692-1706: GLM-5-Next's KPool4 dispatcher, the only one it accepts"
         f += [
             Flag(
                 "--attention-backend",
@@ -236,8 +238,8 @@ def build_flags(
                 "DeepSeek sparse attention: only the nsa backend takes the indexer's top-k; sglang-kt 0.7.2 picks it "
                 "by itself for DeepseekV3ForCausalLM but not for this checkpoint's architecture (server_args.py:1855)",
             ),
-            Flag("--nsa-prefill-backend", prefill, "the NSA prefill kernel 0.7.2 uses here (server_args.py:1752-1777)"),
-            Flag("--nsa-decode-backend", decode, "the NSA decode kernel 0.7.2 uses here (server_args.py:1752-1777)"),
+            Flag("--nsa-prefill-backend", prefill, f"the NSA prefill kernel 0.7.2 uses here ({kernel_src})"),
+            Flag("--nsa-decode-backend", decode, f"the NSA decode kernel 0.7.2 uses here ({kernel_src})"),
             Flag("--kv-cache-dtype", sizing.dsa_kv.dtype, sizing.dsa_kv.why + "; the KV pool is budgeted in it"),
             Flag(
                 "--page-size",

@@ -170,3 +170,67 @@ def test_a_modelopt_export_is_read_through_hf_quant_config(tmp_path):
     assert r.spec.expert_format.kind == "nvfp4" and r.spec.kv_cache_fp8
     assert r.notes == (), r.notes
     assert r.spec.mtp_bytes > 0  # the BF16 MTP layer is apart from the groups
+
+
+# --- Host RAM while loading, per NUMA node (kt-kernel 0.7.2's loaders and C++ loads) ----------------------------------
+def _cfg_n(preset_id: str) -> tuple[int, int, int, int]:
+    cfg = _config(preset_id)
+    e = cfg.get("num_experts") or cfg["n_routed_experts"]
+    n = 3 * cfg["hidden_size"] * cfg["moe_intermediate_size"]  # elements of one expert
+    layers = cfg["num_hidden_layers"] - cfg.get("first_k_dense_replace", 0)
+    return e, n, layers, (cfg["quantization_config"].get("group_size") or 16)
+
+
+def test_gptq_loading_holds_each_nodes_staging_at_once_and_the_loaders_scales_on_one():
+    """GPTQSafeTensorLoader widens every expert's fp16 scales to fp32 (loader.py:1183-1185) on the loading thread's
+    node; the weights stay views of the mapped shard. TP_MOE<AVX2_GPTQ_INT4>::load_weights copies each node's slice of
+    the layer (qweight + fp32 scales, all experts) into staging arrays on all nodes at once, then frees them."""
+    from test_new_models import _host
+
+    e, n, _, g = _cfg_n("qwen3-235b-a22b-gptq-int4")
+    p = get_preset("qwen3-235b-a22b-gptq-int4")
+    r = plan(_host(2048, numa=2), p.spec(), Goals(context=8192), p.sglang)
+    scales = e * 4 * (n // g)
+    staging = e * (n // 2 + 4 * (n // g)) // 2
+    per_node = [hb.item("loader peak (one layer)") for hb in r.host_budgets if hb.node >= 0]
+    whole = next(hb for hb in r.host_budgets if hb.node < 0).item("loader peak (one layer)")
+    assert per_node == [scales + staging] * 2
+    assert whole == scales + 2 * staging
+
+
+def test_nvfp4_loading_holds_the_folded_scales_on_one_node_and_the_kernel_keeps_fp32_scales():
+    """NVFP4SafeTensorLoader folds each e4m3 block scale x global into bf16 (loader.py:1350-1354); AVX2MXFP4_MOE's
+    TP load copies nibbles straight into each node's buffers and widens the scales to fp32 there (avx2/mxfp4-moe.hpp:
+    BufferB holds n*k/2 + n*(k/group)*4 B)."""
+    from test_new_models import _host
+
+    e, n, layers, g = _cfg_n("deepseek-r1-nvfp4")
+    p = get_preset("deepseek-r1-nvfp4")
+    host = _host(2048, numa=2)
+    spec = p.spec()
+    r = plan(host, spec, Goals(context=8192), p.sglang)
+    assert r.method == "NVFP4"
+    assert [hb.item("loader peak (one layer)") for hb in r.host_budgets] == [e * 2 * (n // g)] * 3
+    whole = next(hb for hb in r.host_budgets if hb.node < 0)
+    assert whole.item("CPU experts") == e * layers * (n // 2 + 4 * (n // g))
+
+
+def test_a_node_that_fits_only_once_loaded_is_told_it_would_be_killed_while_loading():
+    """The per-node check with the GPTQ staging: a host whose nodes hold the loaded experts but not the staging copy
+    plus the loader's scales is refused, saying it is the load that fails."""
+    from test_new_models import _host
+
+    p = get_preset("qwen3-235b-a22b-gptq-int4")
+
+    def node0(gib: float):
+        r = plan(_host(gib, numa=2), p.spec(), Goals(context=8192), p.sglang)
+        return r, next(hb for hb in r.host_budgets if hb.node == 0)
+
+    lo, hi = 32.0, 2048.0  # the smallest host whose node 0 fits, loading included
+    while hi - lo > 0.01:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if node0(mid)[1].fits else (mid, hi)
+    loading = node0(hi)[1].item("loader peak (one layer)")
+    r, hb = node0(hi - loading / 2**30)  # short by half the transient per node (two nodes share the RAM)
+    assert -loading < hb.free < 0
+    assert not r.fits and any(o.startswith("NUMA node 0") and "only while loading" in o for o in r.overflows)

@@ -202,3 +202,14 @@ def test_the_model_list_marks_the_bf16_checkpoint():
     host = load_host("xeon-2s-amx-4x4090-48gb")
     assert obstacle(get_preset("minimax-m3").spec(), host) == "CPU cannot run this method"
     assert obstacle(get_preset("minimax-m3-mxfp8").spec(), host) is None
+
+
+def test_minimax_m2_7_bytes_equal_its_header_listing():
+    """MiniMax-M2.7's headers (model_inspector report, stored index id 62693775865): router gates [256, 3072] F32 (the
+    runtime's router is fp32 too, minimax_m2.py:365-370), 214.32 GiB in all, 228,703,644,928 elements counting the
+    block-FP8 scales (12 x 24 / 24 x 12 per expert matrix, q/o 48 x 24 / 24 x 48, k/v 8 x 24)."""
+    spec = get_preset("minimax-m2.7").spec()
+    assert round(sum(spec.bytes_by_group.values()) / GiB, 2) == 214.32
+    assert spec.bytes_by_group["router"] == 62 * (256 * 3072 * 4 + 256 * 4)
+    scales = 62 * (256 * 3 * 288 + 1152 + 192 + 192 + 1152)
+    assert spec.params_total + scales == 228_703_644_928

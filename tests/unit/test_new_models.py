@@ -125,13 +125,14 @@ def test_badges_come_from_the_domain():
 
 
 def test_cpu_bytes_of_the_new_methods_follow_the_loader():
-    """NVFP4: nibbles + one bf16 per 16 after folding both scale levels (loader.py:1353); GPTQ_INT4: qweight + the
-    fp16 scales widened to fp32 (loader.py:1183-1185)."""
+    """NVFP4: nibbles + one FP32 per 16 (the loader's folded bf16 scale, widened by AVX2MXFP4_MOE); GPTQ_INT4:
+    qweight + the fp16 scales widened to fp32 (loader.py:1183-1185)."""
     from ktwizard.planner.memory.items import cpu_bytes_per_expert
 
     s = get_preset("deepseek-r1-nvfp4").spec()
     n = 3 * 7168 * 2048
-    assert cpu_bytes_per_expert(s, "NVFP4") == n // 2 + 2 * (n // 16)
+    # the kernel keeps the folded scales as FP32 (avx2/mxfp4-moe.hpp BufferB), not the loader's bf16
+    assert cpu_bytes_per_expert(s, "NVFP4") == n // 2 + 4 * (n // 16)
     g = get_preset("qwen3-30b-a3b-gptq-int4").spec()
     n = 3 * 2048 * 768
     assert cpu_bytes_per_expert(g, "GPTQ_INT4") == n // 2 + 4 * (n // 128)

@@ -8,6 +8,8 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem, HostBudget
+from ktwizard.planner.memory.loading import SOURCE as LOADER_SOURCE
+from ktwizard.planner.memory.loading import loader_transient
 from ktwizard.planner.threads import ThreadPlan
 
 
@@ -22,7 +24,7 @@ def host_budgets(
     nodes = [n for n in host.numa_nodes if n.id in threads.nodes] or list(host.numa_nodes)
     trust = numa_memory_trustworthy(host) and not host.memory.cgroup_limit
     share = usable // max(1, len(host.numa_nodes))
-    loading = loader_peak(spec, method)
+    transient = loader_transient(spec, method, len(nodes))
     budgets = []
     os_reserve = max(C.OS_RESERVE_MIN, int(usable * C.OS_RESERVE_FRACTION))
     for n in nodes:
@@ -47,9 +49,9 @@ def host_budgets(
         items.append(
             BudgetItem(
                 "loader peak (one layer)",
-                loading,
-                "while loading, kt-kernel holds one MoE layer's experts as read before copying them into its own "
-                "buffers; the loading thread may run on any node, so each node must have room for it",
+                transient.on_node(),
+                f"while a layer loads: {transient.why}; the loading thread may run on any node, so each node must "
+                "have room for its tensors",
                 "weights",
                 source=LOADER_SOURCE,
             )
@@ -86,7 +88,13 @@ def host_budgets(
             "before",
             True,
         ),
-        BudgetItem("loader peak (one layer)", loading, "the largest load-time transient, once", "weights"),
+        BudgetItem(
+            "loader peak (one layer)",
+            transient.on_host(len(nodes)),
+            "the largest load-time transient: the loader's tensors once, every node's staging",
+            "weights",
+            source=LOADER_SOURCE,
+        ),
         BudgetItem(
             "page cache while loading",
             C.LOAD_PAGE_CACHE,
@@ -97,18 +105,6 @@ def host_budgets(
         BudgetItem("OS reserve", os_reserve, "kernel, page tables and other services: max(4 GiB, 4 %)", "before", True),
     ]
     return (HostBudget(node=-1, capacity=usable, items=tuple(whole)), *budgets)
-
-
-# NativeMoEWrapper.load_weights reads one layer's experts (kt_kernel/utils/amx.py:783-787, loader.py load_experts
-# copies each with .contiguous() and widens scales), hands them to the C++ load task and frees them only after it
-# (:1015-1028); AMXMoEWrapper does the same with the converted layer (:458-466, freed :576-581). Layers load one
-# after another, so the peak is every earlier layer in kt-kernel's buffers plus one layer in flight.
-LOADER_SOURCE = "kt_kernel/utils/amx.py:458-581, 783-787, 1015-1028"
-
-
-def loader_peak(spec: ModelSpec, method: str) -> int:
-    """Host bytes held on top of the steady state while the last MoE layer loads: one layer as the loader reads it."""
-    return M.cpu_bytes_per_expert(spec, method) * spec.routed_experts
 
 
 def _reconcile(spec: ModelSpec, method: str, cpu: int) -> str:

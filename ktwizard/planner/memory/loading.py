@@ -1,0 +1,70 @@
+"""Host RAM kt-kernel 0.7.2 holds on top of the loaded layers while it loads the next one, and on which NUMA node.
+
+NativeMoEWrapper.load_weights (kt_kernel/utils/amx.py:760-1040) has the loader read one MoE layer, hands the pointers
+to the C++ load task and frees what the loader made only after it. Two transients add to the loaded layers:
+
+- The loader's own tensors, made by the Python loading thread: anonymous memory on ONE node (the thread's; which one
+  the kernel picks as it schedules the unbound thread, so every node must have room). The weights are not among them:
+  safetensors >= 0.4 opens a shard for torch as `UntypedStorage.from_file(shared=False)` and get_tensor returns a view
+  of that mapping (file pages the kernel can reclaim, counted under "page cache while loading"); only the tensors a
+  loader converts are new: NVFP4's folded bf16 scales (loader.py:1350-1354), GPTQ's scales widened to fp32
+  (loader.py:1183-1185).
+- The C++ load, which runs every node's share at once (TP_MOE::load_weights, `do_numa_job`): GPTQ's AVX2 class first
+  copies the node's slice of the whole layer (every expert, qweight + fp32 scales) into staging arrays, loads its
+  buffers from them, then frees them (kt-kernel avx2/gptq_int4-moe.hpp TP_MOE::load_weights), so each node holds its
+  share twice at once. AVX2MXFP4_MOE (NVFP4) copies straight into the node's buffers (avx2/mxfp4-moe.hpp).
+
+For the other methods ktwizard has not read the C++ load and keeps its bound: one layer as the method holds it, on
+every node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ktwizard.models.spec import ModelSpec
+from ktwizard.planner.memory import items as M
+
+SOURCE = (
+    "kt_kernel/utils/amx.py:760-1040, loader.py:1150-1185, 1312-1404; kt-kernel avx2/gptq_int4-moe.hpp, "
+    "avx2/mxfp4-moe.hpp TP_MOE::load_weights"
+)
+
+
+@dataclass(frozen=True)
+class LoaderTransient:
+    loader: int  # the loader's tensors for one layer: on one node, the loading thread's
+    staging_per_node: int  # what each node's C++ load holds at once besides its buffers
+    why: str
+
+    def on_node(self) -> int:
+        """The most one node holds while a layer loads: its staging, and the loader's tensors if they land there."""
+        return self.loader + self.staging_per_node
+
+    def on_host(self, nodes: int) -> int:
+        return self.loader + self.staging_per_node * nodes
+
+
+def loader_transient(spec: ModelSpec, method: str, nodes: int) -> LoaderTransient:
+    experts = spec.routed_experts  # the loader reads every expert of the layer, GPU ones included
+    n = 3 * spec.hidden * spec.moe_intermediate  # elements of one expert's gate, up and down
+    if method == "NVFP4":
+        return LoaderTransient(
+            experts * 2 * (n // 16),
+            0,
+            "the loader's folded bf16 scales for one layer, on the loading thread's node; the nibbles stay in the "
+            "mapped shard and each node copies its share straight into its buffers",
+        )
+    if method == "GPTQ_INT4":
+        group = spec.expert_format.block
+        return LoaderTransient(
+            experts * 4 * (n // group),
+            experts * (n // 2 + 4 * (n // group)) // max(1, nodes),
+            "the loader's fp32 scales for one layer on the loading thread's node, and on every node at once the "
+            "C++ load's staging copy of that node's share of the layer",
+        )
+    return LoaderTransient(
+        M.cpu_bytes_per_expert(spec, method) * experts,
+        0,
+        f"one layer as {method} holds it (ktwizard has not read this method's C++ load: a bound)",
+    )
