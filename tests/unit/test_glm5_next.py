@@ -119,6 +119,9 @@ def test_the_preset_equals_the_spec_read_from_a_checkpoint_folder(checkpoint):
     assert r.spec.mtp_bytes == mtp > 0
     vision = sum(nbytes(d, s) for n, d, s in tensors if n.startswith("model.visual."))
     assert r.spec.bytes_by_group["vision"] == vision
+    # the whole checkpoint, MTP and vision included: a third party lists "328 GB weights" for zai-org/GLM-5.3-Flash
+    # (code-index id 62950460024)
+    assert round((r.spec.non_expert_bytes + r.spec.routed_bytes + r.spec.mtp_bytes) / 1e9) == 328
 
 
 def test_layer_bytes_match_a_third_party_header_table():

@@ -137,9 +137,26 @@ def gpu_side_expert_bytes(spec: ModelSpec) -> int:
     return spec.expert_bytes_native
 
 
-def gpu_expert_bytes(spec: ModelSpec, per_layer: int, tp: int) -> int:
+def dsv4_raw_expert_bytes(spec: ModelSpec) -> int:
+    """DeepSeek-V4's GPU expert as DeepSeekMxfp4MoEMethod creates it: int8-packed nibbles and one fp32 scale per 32
+    (layers/quantization/mxfp4_deepseek.py:204-262), before it is converted for the GPU kernel."""
+    n = 3 * spec.hidden * spec.moe_intermediate
+    return n // 2 + n // 32 * 4
+
+
+def gpu_held_expert_bytes(spec: ModelSpec, keep_raw: bool = False) -> int:
+    """One routed expert as GPU memory holds it. DeepSeek-V4's MXFP4 experts load with fp32 scales; the triton_kernels
+    and Marlin paths then build a converted copy and free the loaded tensors, except when layerwise prefill is on
+    (`keep_raw`: its full-GPU layer reads them, mxfp4_deepseek.py:318-400); TRT-LLM (SM100) converts in place. The
+    loaded form is counted (the load-time peak), plus the converted copy, taken at the checkpoint's size, when kept."""
+    if spec.attention.kind == "dsv4" and spec.expert_format.kind == "mxfp4":
+        return dsv4_raw_expert_bytes(spec) + (spec.expert_bytes_native if keep_raw else 0)
+    return gpu_side_expert_bytes(spec)
+
+
+def gpu_expert_bytes(spec: ModelSpec, per_layer: int, tp: int, keep_raw: bool = False) -> int:
     """--kt-num-gpu-experts N keeps N routed experts of every MoE layer on GPU, sharded over TP ranks."""
-    return ceil(per_layer * spec.moe_layer_count * gpu_side_expert_bytes(spec) / tp)
+    return ceil(per_layer * spec.moe_layer_count * gpu_held_expert_bytes(spec, keep_raw) / tp)
 
 
 def activation_bytes(spec: ModelSpec, chunk: int, tp: int, concurrency: int) -> int:

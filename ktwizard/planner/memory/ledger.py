@@ -71,15 +71,21 @@ def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
     )
 
 
-def gpu_experts(spec: ModelSpec, per_layer: int, tp: int) -> BudgetItem:
+def gpu_experts(spec: ModelSpec, per_layer: int, tp: int, keep_raw: bool = False) -> BudgetItem:
     """kt_ep_wrapper.py:5254 creates them at load time in the checkpoint's GPU-side format (RAWINT4: Marlin-repacked
     in place at the same size, compressed_tensors_wNa16_moe.py:234-337): they are weights before the pool is sized.
     --kt-num-gpu-experts is per MoE layer (the product with the MoE layer count is at kt_ep_wrapper.py:4608)."""
-    one = M.gpu_side_expert_bytes(spec)
+    one = M.gpu_held_expert_bytes(spec, keep_raw)
     fmt = "upcast to BF16 by the triton MoE runner" if M.mxfp4_upcast(spec) else spec.expert_format.describe()
+    if spec.attention.kind == "dsv4":
+        fmt += (
+            ", loaded with fp32 scales"
+            + (" and kept beside the kernel's converted copy for layerwise prefill" if keep_raw else "")
+            + " (mxfp4_deepseek.py:204-262, :318-400)"
+        )
     return BudgetItem(
         "GPU experts",
-        M.gpu_expert_bytes(spec, per_layer, tp),
+        M.gpu_expert_bytes(spec, per_layer, tp, keep_raw),
         f"{per_layer} per MoE layer x {spec.moe_layer_count} layers x {one} B ({fmt})"
         + (f" ÷ {tp} TP" if tp > 1 else ""),
         "weights",

@@ -91,7 +91,10 @@ class Sizing:
         self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
         self.state_pool = linear_state.state_pool(spec, self.tp, goals.concurrency)
         self.state = self.state_pool.allocated if self.state_pool else 0
-        self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp)
+        # DeepSeek-V4: layerwise prefill keeps the loaded experts beside the converted copy, except on SM100 (TRT-LLM
+        # converts in place, mxfp4_deepseek.py:82, :404-)
+        self.keep_raw = rules.is_dsv4(spec) and layerwise and any(g.compute_capability != "10.0" for g in gpus)
+        self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp, self.keep_raw)
         self.int4 = steps.Int4Layer.layerwise(spec, method) if layerwise else None
         self._fit: Fit | None = None
         self._budgets: dict[tuple[object, ...], GpuBudget] = {}
@@ -151,7 +154,7 @@ class Sizing:
                 source="srt/model_executor/model_runner.py load_model",
             ),
             L.mla_absorbed_copies(spec, tp),
-            L.gpu_experts(spec, experts, tp),
+            L.gpu_experts(spec, experts, tp, self.keep_raw),
             L.staging_buffer(spec, self.chunk, rank),
             L.recorder_buffer(spec, bool(self.goals.record_routing)),
         ]
