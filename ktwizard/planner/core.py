@@ -192,6 +192,8 @@ def plan(
     ]
     if problem := rules.loader_problem(spec, choice.method):
         overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
+    if problem := rules.startup_problem(spec):
+        overflows.insert(0, problem)  # the runtime stops before loading anything
     if problem := kernels.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
         overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
     if problem := glm5_next.method_problem(spec, choice.method):

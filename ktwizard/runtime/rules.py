@@ -261,6 +261,19 @@ def m3_quantization(spec: ModelSpec) -> str | None:
     return M3_QUANTIZATION.get(spec.other_format.kind)
 
 
+def startup_problem(spec: ModelSpec) -> str | None:
+    """Why sglang-kt 0.7.2's ServerArgs fails before loading this checkpoint whatever the flags ktwizard could render,
+    or None."""
+    if spec.architecture in M3_ARCHITECTURES and m3_quantization(spec) is None:
+        return (
+            f"sglang-kt 0.7.2 cannot start MiniMax-M3 from {spec.other_format.describe()} weights: for this "
+            "architecture ServerArgs reads `_quantization_explicitly_unset`, which it never defines, whenever "
+            "--quantization is not given (server_args.py:2433-2443); use the MXFP8 checkpoint (preset "
+            "minimax-m3-mxfp8), whose --quantization mxfp8 avoids it"
+        )
+    return None
+
+
 # MiniMax-M3's experts: swigluoai, min(gate, limit) * sigmoid(alpha * gate) * (clamp(up, -limit, limit) + 1).
 # kt_ep_wrapper passes (alpha, limit) to kt-kernel only for these methods (block FP8 only for GLM-5-Next) and zeroes
 # them otherwise.
@@ -286,12 +299,6 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
             "zeroes both and the CPU experts would compute plain SiLU, silently wrong "
             "(sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310; kt_kernel/experts.py:378-393). Use the "
             "MXFP8 checkpoint (preset minimax-m3-mxfp8, MiniMaxAI/MiniMax-M3-MXFP8) with --kt-method MXFP8"
-            + (
-                "; nor does sglang-kt 0.7.2 start an unquantized MiniMax-M3: ServerArgs reads an attribute it never "
-                "defines (server_args.py:2433-2443)"
-                if spec.architecture in M3_ARCHITECTURES and m3_quantization(spec) is None
-                else ""
-            )
         )
     if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
         return (

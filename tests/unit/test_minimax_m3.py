@@ -23,7 +23,9 @@ GiB = 2**30
 def test_m3_plans_on_every_bundled_host(pid, host):
     p = get_preset(pid)
     r = plan(load_host(host), p.spec(), Goals(), p.sglang, recipe_for(pid))
-    assert r.fits or (r.overflows and all(" over by " in o or "need" in o or "Use the" in o for o in r.overflows))
+    assert r.fits or (
+        r.overflows and all(" over by " in o or "need" in o or "use the" in o.lower() for o in r.overflows)
+    )
     assert 0 <= r.gpu_experts <= 128
 
 
@@ -70,7 +72,9 @@ def test_a_bf16_checkpoint_is_refused_because_kt_would_drop_the_clamped_swiglu()
     experts would compute plain SiLU. The plan says so and names the checkpoint that runs."""
     p = get_preset("minimax-m3")
     r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(), p.sglang)
-    assert not r.fits and "clamped SwiGLU" in r.overflows[0] and "MiniMax-M3-MXFP8" in r.overflows[0]
+    assert not r.fits and any("clamped SwiGLU" in o and "MiniMax-M3-MXFP8" in o for o in r.overflows)
+    # and 0.7.2's ServerArgs stops an unquantized M3 before loading (server_args.py:2433-2443)
+    assert any("_quantization_explicitly_unset" in o for o in r.overflows)
 
 
 def test_mxfp8_plan_renders_what_kts_tutorial_runs():
