@@ -51,6 +51,7 @@ def test_flash_main_model_plus_its_mtp_layer_is_the_checkpoint():
     mtp += E * H * 2 + E * 4 + E * 3 * fp4(I, H) + 3 * fp8(I, H)
     spec = get_preset("deepseek-v4-flash").spec()
     assert sum(spec.bytes_by_group.values()) + mtp == FLASH_CONTRACT_BYTES
+    assert spec.mtp_bytes == mtp  # the preset counts its MTP layer apart (download size), as a checkpoint's headers do
     assert spec.expert_bytes_native == 13_369_344  # the contract's source_bytes_per_expert
     assert spec.routed_bytes == 43 * 256 * 13_369_344
     assert spec.moe_layer_count == 43 and spec.experts_per_token == 6 and spec.shared_experts == 1
@@ -245,6 +246,8 @@ def v4_tensors(c: dict) -> list[tuple[str, str, tuple[int, ...]]]:
         out.append((f"mtp.0.{n}.weight", "BF16", (H,)))
     lin8("mtp.0.e_proj", H, H)
     lin8("mtp.0.h_proj", H, H)
+    out += [("mtp.0.hc_head_base", "F32", (hc,)), ("mtp.0.hc_head_fn", "F32", (hc, hc * H))]
+    out.append(("mtp.0.hc_head_scale", "F32", (1,)))
     return out
 
 

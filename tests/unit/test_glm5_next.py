@@ -292,3 +292,23 @@ def test_plan_before_downloading_reads_the_same_checkpoint_from_the_hub(tmp_path
         server.shutdown()
     assert r.spec == get_preset(PID).spec() and r.spec.exact and r.spec.revision == SHA
     assert r.spec.download_bytes >= sum(nbytes(d, s) for _, d, s in tensors)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"mhc": False}, "mhc=true"),
+        ({"linear_attn_config": {"num_heads": 64, "head_dim": 128, "short_conv_kernel_size": 4,
+                                 "full_attn_layers": [3, 99]}}, "layer numbers below 45"),
+        ({"linear_attn_config": None, "layer_types": ["linear_attention"] * 7}, "7 entries for 45 layers"),
+        ({"linear_attn_config": "kda"}, "must be a mapping"),
+    ],
+)  # fmt: skip
+def test_a_bad_config_is_one_clear_line(change, words):
+    from ktwizard.errors import BadInput
+    from ktwizard.models.config import parse_config
+
+    cfg = get_preset(PID).config
+    bad = {**cfg, "text_config": {**cfg["text_config"], **change}}
+    with pytest.raises(BadInput, match=words):
+        parse_config(bad, "config.json")
