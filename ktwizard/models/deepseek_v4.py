@@ -126,7 +126,7 @@ def _compressor(p: str, a: Arch, ratio: int, head_dim: int) -> Iterator[Tensor]:
     yield plain(f"{p}.ape", (ratio, coff * head_dim), "F32")
 
 
-def _attention(p: str, a: Arch, layer: int) -> Iterator[Tensor]:
+def _attention(p: str, a: Arch, ratio: int) -> Iterator[Tensor]:
     at, h, f = a.attention, a.hidden, a.other_format
     yield plain(f"{p}.q_norm.weight", (at.q_lora_rank,))
     yield plain(f"{p}.kv_norm.weight", (at.head_dim,))
@@ -136,7 +136,6 @@ def _attention(p: str, a: Arch, layer: int) -> Iterator[Tensor]:
     yield from linear(f"{p}.wkv", at.head_dim, h, f)
     yield from linear(f"{p}.wo_a", at.o_groups * at.o_lora_rank, at.heads * at.head_dim // at.o_groups, f)
     yield from linear(f"{p}.wo_b", h, at.o_groups * at.o_lora_rank, f)
-    ratio = at.compress_ratios[layer]
     if ratio:
         yield from _compressor(f"{p}.compressor", a, ratio, at.head_dim)
     if ratio == 4:  # C4Indexer (models/deepseek_v4.py:358-405)
@@ -145,11 +144,11 @@ def _attention(p: str, a: Arch, layer: int) -> Iterator[Tensor]:
         yield from _compressor(f"{p}.indexer.compressor", a, 4, at.index_head_dim)
 
 
-def _ffn(p: str, a: Arch, layer: int) -> Iterator[Tensor]:
+def _ffn(p: str, a: Arch, hashed: bool) -> Iterator[Tensor]:
     """The MoE block: a BF16 gate; hash layers keep a token-id -> experts table instead of the score bias
     (deepseek_v2.py:338, :534); routed experts w1/w3/w2 (gate/up/down); one shared expert in the model's format."""
     yield plain(f"{p}.gate.weight", (a.routed_experts, a.hidden))
-    if layer < a.hash_layers:
+    if hashed:
         yield Tensor(f"{p}.gate.tid2eid", (a.vocab, a.experts_per_token), "I64", 0)  # an index table, not weights
     else:
         yield plain(f"{p}.gate.bias", (a.routed_experts,), "F32")
@@ -158,20 +157,42 @@ def _ffn(p: str, a: Arch, layer: int) -> Iterator[Tensor]:
         yield from mlp(f"{p}.shared_experts", a.shared_intermediate, a.hidden, a.other_format, ("w1", "w3", "w2"))
 
 
-def tensors(a: Arch) -> Iterator[Tensor]:
-    """The main model's tensors, as the checkpoint names them (the MTP block under `mtp.0.` is left out)."""
+def _block(p: str, a: Arch, ratio: int, hashed: bool) -> Iterator[Tensor]:
+    yield plain(f"{p}.attn_norm.weight", (a.hidden,))
+    yield plain(f"{p}.ffn_norm.weight", (a.hidden,))
+    yield from _hyper_connection(p, a)
+    yield from _attention(f"{p}.attn", a, ratio)
+    yield from _ffn(f"{p}.ffn", a, hashed)
+
+
+def _hc_head(p: str, a: Arch) -> Iterator[Tensor]:
     hc = a.attention.hc_mult
+    yield plain(f"{p}hc_head_base", (hc,), "F32")
+    yield plain(f"{p}hc_head_fn", (hc, hc * a.hidden), "F32")
+    yield plain(f"{p}hc_head_scale", (1,), "F32")
+
+
+def _mtp(j: int, a: Arch) -> Iterator[Tensor]:
+    """The next-n layer under `mtp.{j}.` (models/deepseek_v4_nextn.py; names as :1609-1640 remap them): a decoder block
+    with a window-only attention and score-routed experts, the embedding / hidden projections and their norms, and its
+    own hyper-connection head. Loaded only for speculative decoding: filed as MTP, apart from the groups."""
+    p = f"mtp.{j}"
+    yield from _block(p, a, 0, False)
+    for name in ("enorm", "hnorm", "norm"):
+        yield plain(f"{p}.{name}.weight", (a.hidden,))
+    yield from linear(f"{p}.e_proj", a.hidden, a.hidden, a.other_format)
+    yield from linear(f"{p}.h_proj", a.hidden, a.hidden, a.other_format)
+    yield from _hc_head(f"{p}.", a)
+
+
+def tensors(a: Arch) -> Iterator[Tensor]:
+    """Every tensor of the checkpoint as it names them, the MTP layer(s) under `mtp.` last."""
     yield plain("embed.weight", (a.vocab, a.hidden))
     for i in range(a.layers):
-        p = f"layers.{i}"
-        yield plain(f"{p}.attn_norm.weight", (a.hidden,))
-        yield plain(f"{p}.ffn_norm.weight", (a.hidden,))
-        yield from _hyper_connection(p, a)
-        yield from _attention(f"{p}.attn", a, i)
-        yield from _ffn(f"{p}.ffn", a, i)
+        yield from _block(f"layers.{i}", a, a.attention.compress_ratios[i], i < a.hash_layers)
     yield plain("norm.weight", (a.hidden,))
-    yield plain("hc_head_base", (hc,), "F32")
-    yield plain("hc_head_fn", (hc, hc * a.hidden), "F32")
-    yield plain("hc_head_scale", (1,), "F32")
+    yield from _hc_head("", a)
     if not a.tied:
         yield plain("head.weight", (a.vocab, a.hidden))
+    for j in range(a.mtp_layers):
+        yield from _mtp(j, a)

@@ -51,6 +51,7 @@ def test_flash_main_model_plus_its_mtp_layer_is_the_checkpoint():
     mtp += E * H * 2 + E * 4 + E * 3 * fp4(I, H) + 3 * fp8(I, H)
     spec = get_preset("deepseek-v4-flash").spec()
     assert sum(spec.bytes_by_group.values()) + mtp == FLASH_CONTRACT_BYTES
+    assert spec.mtp_bytes == mtp  # the preset counts its MTP layer apart (download size), as a checkpoint's headers do
     assert spec.expert_bytes_native == 13_369_344  # the contract's source_bytes_per_expert
     assert spec.routed_bytes == 43 * 256 * 13_369_344
     assert spec.moe_layer_count == 43 and spec.experts_per_token == 6 and spec.shared_experts == 1
@@ -245,6 +246,8 @@ def v4_tensors(c: dict) -> list[tuple[str, str, tuple[int, ...]]]:
         out.append((f"mtp.0.{n}.weight", "BF16", (H,)))
     lin8("mtp.0.e_proj", H, H)
     lin8("mtp.0.h_proj", H, H)
+    out += [("mtp.0.hc_head_base", "F32", (hc,)), ("mtp.0.hc_head_fn", "F32", (hc, hc * H))]
+    out.append(("mtp.0.hc_head_scale", "F32", (1,)))
     return out
 
 
@@ -301,3 +304,42 @@ def test_gpu_experts_keep_their_loaded_form_beside_the_converted_copy_under_laye
     # KT's tutorial runs exactly this with --mem-fraction-static 0.80 (doc/en/DeepSeek-V4-Flash.md); the budget needs
     # about that, where the experts at their checkpoint size alone would have asked for half
     assert 0.78 <= r.mem_fraction_static <= 0.85
+
+
+def test_the_hub_reads_a_v4_checkpoint_as_its_local_folder(tmp_path, monkeypatch):
+    """--model hf: on the recorded hub of tests/unit/test_hub.py: headers only, the spec equals the local folder's."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from test_hub import SHA, Hub
+
+    from ktwizard.inputs import inspect_source
+
+    write_checkpoint(tmp_path / "v4", SMALL, v4_tensors(SMALL), shards=3, sparse=True)
+    files = [
+        "config.json",
+        "model.safetensors.index.json",
+        *sorted(p.name for p in (tmp_path / "v4").glob("*.safetensors")),
+    ]
+    monkeypatch.setattr(Hub, "repos", {"acme/DeepSeek-V4-Small": (tmp_path / "v4", files)})
+    monkeypatch.setattr(Hub, "gated", set())
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        remote = inspect_source("hf:acme/DeepSeek-V4-Small").spec
+    finally:
+        server.shutdown()
+    local = inspect_checkpoint(tmp_path / "v4").spec
+    assert remote == local and remote.exact and remote.revision == SHA
+    assert remote.mtp_bytes == local.mtp_bytes > 0
+
+
+def test_the_model_list_badges_name_the_gpu_gate_and_the_fit(tmp_path):
+    from ktwizard.planner.screening import obstacle
+
+    spec = get_preset("deepseek-v4-flash").spec()
+    assert obstacle(spec, hand_written_host(tmp_path, "NVIDIA RTX A6000", 48, "8.6", 4)) == (
+        "GPU architecture lacks the kernel"
+    )
+    assert obstacle(spec, hand_written_host(tmp_path, "NVIDIA L40S", 48, "8.9", 4)) is None

@@ -217,3 +217,31 @@ def test_minimax_m2_7_bytes_equal_its_header_listing():
     assert spec.bytes_by_group["router"] == 62 * (256 * 3072 * 4 + 256 * 4)
     scales = 62 * (256 * 3 * 288 + 1152 + 192 + 192 + 1152)
     assert spec.params_total + scales == 228_703_644_928
+
+
+def test_planned_from_the_hub_it_is_the_checkpoint_the_local_folder_is(tmp_path, monkeypatch):
+    """`--model hf:` reads M3's VL config.json and the shard headers over HTTP ranges (a recorded hub on 127.0.0.1):
+    the same spec as the downloaded folder, sparse layers and index keys included."""
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from safetensors_fixture import write_checkpoint
+    from test_hub import Hub
+
+    from ktwizard.inputs import inspect_source
+    from ktwizard.models.inspect import inspect_checkpoint
+
+    cfg, t = _m3_tiny()
+    folder = tmp_path / "MiniMax-M3-tiny"
+    write_checkpoint(folder, cfg, t, shards=3)
+    Hub.repos["acme/MiniMax-M3-tiny"] = (folder, sorted(p.name for p in folder.iterdir()))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        remote = inspect_source("hf:acme/MiniMax-M3-tiny").spec
+    finally:
+        server.shutdown()
+        del Hub.repos["acme/MiniMax-M3-tiny"]
+    local = inspect_checkpoint(folder).spec
+    assert remote == local and remote.attention.kind == "gqa_msa" and remote.attention.index_layers == 3

@@ -397,4 +397,13 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         + ", ".join(f"{k} {lo:+.0%}..{hi:+.0%}" for k, (lo, hi) in HELD_OUT.items())
         + "; "
         "benchmarks/results/forecast-validation.md)",
+        *(
+            (
+                "DeepSeek-V4: no V4 run was fitted or held out; decode attention reads each layer's window, the "
+                "indexer's top-k and the compressed entries, not every token; the one published V4 figure (KT's "
+                "8 x RTX 5090 tutorial, 26.5 tok/s) lies below the range (benchmarks/results/deepseek-v4-facts.md)",
+            )
+            if spec.attention.kind == "dsv4"
+            else ()
+        ),
     )
