@@ -333,3 +333,13 @@ def test_the_hub_reads_a_v4_checkpoint_as_its_local_folder(tmp_path, monkeypatch
     local = inspect_checkpoint(tmp_path / "v4").spec
     assert remote == local and remote.exact and remote.revision == SHA
     assert remote.mtp_bytes == local.mtp_bytes > 0
+
+
+def test_the_model_list_badges_name_the_gpu_gate_and_the_fit(tmp_path):
+    from ktwizard.planner.screening import obstacle
+
+    spec = get_preset("deepseek-v4-flash").spec()
+    assert obstacle(spec, hand_written_host(tmp_path, "NVIDIA RTX A6000", 48, "8.6", 4)) == (
+        "GPU architecture lacks the kernel"
+    )
+    assert obstacle(spec, hand_written_host(tmp_path, "NVIDIA L40S", 48, "8.9", 4)) is None
