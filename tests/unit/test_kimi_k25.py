@@ -23,6 +23,9 @@ def test_class_and_text_model(pid):
     assert text["architectures"] == ["DeepseekV3ForCausalLM"]
     s = p.spec()
     assert (s.routed_experts, s.experts_per_token, s.moe_layer_count, s.attention.kind) == (384, 8, 60, "mla")
+    # configs/model_config.py:531-537 gives KimiK25ForConditionalGeneration the MLA cache: kv_lora 512 + rope 64, BF16,
+    # over the 61 layers
+    assert s.kv_cell_bytes() == (512 + 64) * 2 * 61
 
 
 @pytest.mark.parametrize("pid", KIMI_VL)

@@ -31,6 +31,16 @@ SOURCE = (
 )
 
 
+# Methods whose C++ load touches only the experts not on the GPUs: the rest of each node's buffers is allocated but
+# never written, so it is not resident (GeneralMOEConfig::should_skip_expert, operators/common.hpp).
+CPU_EXPERTS_ONLY = {
+    "NVFP4": (
+        "AVX2MXFP4_MOE's load copies only those into its lazily allocated buffers (avx2/mxfp4-moe.hpp TP_MOE::"
+        "load_weights skips should_skip_expert)"
+    ),
+}
+
+
 @dataclass(frozen=True)
 class LoaderTransient:
     loader: int  # the loader's tensors for one layer: on one node, the loading thread's
