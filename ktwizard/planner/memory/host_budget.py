@@ -8,7 +8,7 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem, HostBudget
-from ktwizard.planner.memory.loading import CPU_EXPERTS_ONLY, loader_transient
+from ktwizard.planner.memory.loading import CPU_EXPERTS_ONLY, cpu_resident_per_expert, loader_transient
 from ktwizard.planner.memory.loading import SOURCE as LOADER_SOURCE
 from ktwizard.planner.threads import ThreadPlan
 
@@ -25,7 +25,7 @@ def host_budgets(
 ) -> tuple[HostBudget, ...]:
     """kt_ep_wrapper.py:5283-5363: only TP rank 0 builds the CPU expert wrapper, so CPU experts exist once; upstream
     moe-tp.hpp splits every expert's intermediate dimension across the pools (a split, not a copy)."""
-    per_expert = M.cpu_bytes_per_expert(spec, method)
+    per_expert = cpu_resident_per_expert(spec, method, host.cpu.flags)
     resident = spec.routed_experts - (min(gpu_experts, spec.routed_experts) if method in CPU_EXPERTS_ONLY else 0)
     all_experts = per_expert * resident * spec.moe_layer_count
     held = (
@@ -89,7 +89,7 @@ def host_budgets(
         *([BudgetItem("CPU-MoE scratch", scratch, "sum over the NUMA nodes", "runtime", True)] if scratch else []),
         BudgetItem(
             "KT pinned buffers",
-            C.KT_SHM_EXPERTS * 3 * per_expert * tp + chunk * spec.hidden * 2 * tp,
+            C.KT_SHM_EXPERTS * 3 * M.cpu_bytes_per_expert(spec, method) * tp + chunk * spec.hidden * 2 * tp,
             "double-buffered experts in /dev/shm per TP rank (pinned) + pinned staging",
             "weights",
         ),
