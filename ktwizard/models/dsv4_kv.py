@@ -71,12 +71,28 @@ def bytes_per_full_token(k: Layout, swa_ratio: float) -> float:
     )
 
 
+MAX_SWA_RATIO = 0.9  # server_args.py:1848
+
+
+def window_tokens(chunk: int, concurrency: int) -> float:
+    """What the window pool must hold: two chunks in flight x 1.05, the runtime's own rule for explicit
+    --chunked-prefill-size and --max-total-tokens (server_args.py:1841-1849: below it long prompts hang on NO_TOKEN),
+    plus one 256-token page per running request (a window of 128 fits one page)."""
+    return 2 * chunk * 1.05 + concurrency * PAGE_SIZE
+
+
+def full_tokens(tokens: int, chunk: int, concurrency: int) -> int:
+    """--max-total-tokens: the promised tokens in whole pages, raised where the window pool at its 0.9 ceiling would
+    not hold the chunks in flight (short contexts with long chunks)."""
+    need = max(tokens, -(-int(window_tokens(chunk, concurrency) * 10) // int(MAX_SWA_RATIO * 10)))
+    return -(-need // PAGE_SIZE) * PAGE_SIZE
+
+
 def swa_ratio(tokens: int, chunk: int, concurrency: int) -> float:
-    """The --swa-full-tokens-ratio a plan renders: the runtime's own rule for explicit --chunked-prefill-size and
-    --max-total-tokens (two chunks in flight x 1.05, at least 0.1, at most 0.9: server_args.py:1841-1849), widened so
-    the window pool also keeps one 256-token page per running request (a window of 128 fits one page)."""
-    needed = 2 * chunk * 1.05 + concurrency * PAGE_SIZE
-    return min(0.9, max(DEFAULT_SWA_RATIO, -(-int(needed * 100) // tokens) / 100))
+    """The --swa-full-tokens-ratio a plan renders: the smallest share, in hundredths, whose window pool holds
+    window_tokens, at least the runtime's 0.1 and at most its 0.9."""
+    needed = window_tokens(chunk, concurrency)
+    return min(MAX_SWA_RATIO, max(DEFAULT_SWA_RATIO, -(-int(needed * 100) // tokens) / 100))
 
 
 def read_per_token(k: Layout, a: Attention, context: int) -> float:

@@ -105,6 +105,12 @@ def cpu_expert_bytes(method: str, hidden: int, inter: int, group: int = 32, nati
         # DeepSeek-V4's experts: the nibbles as stored, each ue8m0 scale widened to bf16 by the loader for the AMX
         # FP4 kernel (MXFP4SafeTensorLoader._ue8m0_to_bf16, kt_kernel/utils/loader.py:1222-1252; amx.py:827-830)
         return n // 2 + 2 * (n // 32)
-    if method in ("FP8", "FP8_PERCHANNEL", "BF16", "MXFP8"):
+    if method == "MXFP8":
+        # MiniMax-M3's experts: the e4m3 bytes as stored, each ue8m0 scale widened to FP32 at load (amx.py:834-836
+        # hands the uint8 scales to convert_ue8m0_to_fp32): BufferB = n*k + 4*n*(k/32) B in both kt-kernel MXFP8
+        # kernels (kvcache-ai/ktransformers@03c5448d kt-kernel/operators/amx/mxfp8-moe.hpp BufferBMXFP8KGroupImpl,
+        # and its AVX2 twin's BufferB::required_size)
+        return n + 4 * (n // 32)
+    if method in ("FP8", "FP8_PERCHANNEL", "BF16"):
         return native
     return None

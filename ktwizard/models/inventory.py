@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from fnmatch import fnmatchcase
+from fnmatch import translate
+from functools import lru_cache
 
 from ktwizard.models.arch import Arch
 from ktwizard.models.families import BY_NAME
@@ -32,6 +33,12 @@ def _layer(a: Arch, i: int) -> Iterator[Tensor]:
 _DECODER_LINEAR = re.compile(r"(?:^|\.)layers\.\d+\..+\.weight$")
 
 
+@lru_cache(maxsize=8)
+def _excluded(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for all of a config's globs (real exports list a few hundred, one per module)."""
+    return re.compile("|".join(f"(?:{translate(g)})" for g in globs) or "(?!)")
+
+
 def _modelopt(a: Arch, t: Tensor) -> Iterator[Tensor]:
     """A BF16 decoder linear ModelOpt quantized (not named by exclude_modules), in the checkpoint's format."""
     module = t.name[: -len(".weight")]
@@ -40,7 +47,7 @@ def _modelopt(a: Arch, t: Tensor) -> Iterator[Tensor]:
         or t.dtype != "BF16"
         or len(t.shape) != 2
         or not _DECODER_LINEAR.search(t.name)
-        or any(fnmatchcase(module, g) for g in a.quantized_except)
+        or _excluded(a.quantized_except).match(module)
     ):
         yield t
         return

@@ -204,7 +204,9 @@ def plan(
         overflows.insert(0, problem)  # GLM-5-Next: SM86, SM89 and Blackwell only
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
-    host_budgets = host_budget.host_budgets(host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise)
+    host_budgets = host_budget.host_budgets(
+        host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise, gpu_experts
+    )
     for hb in host_budgets:
         if not hb.fits:
             where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"

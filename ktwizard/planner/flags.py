@@ -275,7 +275,8 @@ def build_flags(
             Flag(
                 "--kv-cache-dtype",
                 rules.DSV4_KV_DTYPE,
-                "the only KV dtype 0.7.2 accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted",
+                "the only KV dtype 0.7.2 accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted"
+                + ("; --kv-dtype bf16 cannot be honoured for this model" if goals.kv_dtype == "bf16" else ""),
             ),
         ]
     elif sizing.dsa_kv is None and hints.attention_backend:

@@ -343,3 +343,15 @@ def test_the_model_list_badges_name_the_gpu_gate_and_the_fit(tmp_path):
         "GPU architecture lacks the kernel"
     )
     assert obstacle(spec, hand_written_host(tmp_path, "NVIDIA L40S", 48, "8.9", 4)) is None
+
+
+def test_a_short_context_still_leaves_the_window_pool_two_chunks():
+    """server_args.py:1841-1849: below two chunks in flight x 1.05 the window pool hangs long prompts (NO_TOKEN),
+    and the share stops at 0.9; so the full-token cap rises until 0.9 of it holds them."""
+    p = get_preset("deepseek-v4-flash")
+    goals = Goals(context=8192, chunked_prefill=4096)
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), goals, p.sglang)
+    flags = {f.name: f.value for f in r.flags}
+    cap, ratio = flags["--max-total-tokens"], flags["--swa-full-tokens-ratio"]
+    assert cap % 256 == 0 and cap >= 8192 and ratio <= 0.9
+    assert cap * ratio >= 2 * 4096 * 1.05 + 256

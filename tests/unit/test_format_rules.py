@@ -212,7 +212,9 @@ def test_nvfp4_loading_holds_the_folded_scales_on_one_node_and_the_kernel_keeps_
     assert r.method == "NVFP4"
     assert [hb.item("loader peak (one layer)") for hb in r.host_budgets] == [e * 2 * (n // g)] * 3
     whole = next(hb for hb in r.host_budgets if hb.node < 0)
-    assert whole.item("CPU experts") == e * layers * (n // 2 + 4 * (n // g))
+    # only the experts not on the GPUs are written, so only they are resident (should_skip_expert)
+    on_gpu = int(r.flag("--kt-num-gpu-experts") or 0)
+    assert whole.item("CPU experts") == (e - on_gpu) * layers * (n // 2 + 4 * (n // g))
 
 
 def test_a_node_that_fits_only_once_loaded_is_told_it_would_be_killed_while_loading():
@@ -234,3 +236,33 @@ def test_a_node_that_fits_only_once_loaded_is_told_it_would_be_killed_while_load
     r, hb = node0(hi - loading / 2**30)  # short by half the transient per node (two nodes share the RAM)
     assert -loading < hb.free < 0
     assert not r.fits and any(o.startswith("NUMA node 0") and "only while loading" in o for o in r.overflows)
+
+
+def test_gptq_experts_on_an_avx_vnni_cpu_keep_the_packed_kernels_correction_table():
+    """On a CPU with avx_vnni kt-kernel picks AVXVNNI256GPTQInt4Packed_MOE (amx.py:117-168), whose BufferB holds
+    qweight, the fp32 scales and an fp32 c2 table per group ((k/8)*n*4 + 2*(k/g)*n*4 B); elsewhere AVX2GPTQInt4_MOE
+    holds qweight and the scales ((k/8)*n*4 + (k/g)*n*4 B)."""
+    from test_new_models import _host
+
+    from ktwizard.host.spec import host_from_spec
+
+    e, n, layers, g = _cfg_n("qwen3-30b-a3b-gptq-int4")
+    p = get_preset("qwen3-30b-a3b-gptq-int4")
+    plain = _host(512)
+    vnni = host_from_spec(
+        {
+            "name": "vnni",
+            "gpus": [{"name": "NVIDIA RTX 4090", "memory_gib": 24, "compute_capability": "8.9", "count": 1}],
+            "cpu": {"model": "Xeon", "sockets": 1, "cores_per_socket": 32, "threads_per_core": 2,
+                    "flags": ["avx2", "fma", "avx_vnni", "avx512f", "avx512bw", "avx512vl", "avx512_bf16"]},
+            "numa_nodes": 1,
+            "memory_gib": 512,
+        }
+    )  # fmt: skip
+
+    def cpu_experts(host) -> int:
+        r = plan(host, p.spec(), Goals(context=8192), p.sglang)
+        return next(hb for hb in r.host_budgets if hb.node < 0).item("CPU experts")
+
+    assert cpu_experts(plain) == e * layers * (n // 2 + 4 * (n // g))
+    assert cpu_experts(vnni) == e * layers * (n // 2 + 8 * (n // g))

@@ -312,3 +312,18 @@ def test_a_bad_config_is_one_clear_line(change, words):
     bad = {**cfg, "text_config": {**cfg["text_config"], **change}}
     with pytest.raises(BadInput, match=words):
         parse_config(bad, "config.json")
+
+
+def test_a_long_prefill_counts_the_kda_chunk_temporaries():
+    """chunk_kda_fwd (fla/kda.py:1141-1197) keeps, while chunk_gated_delta_rule_fwd_h runs, one bf16 state
+    [B, NT, H, K, V] per 64-token chunk (chunk_delta_h.py:296-307) beside the fp32 gate cumsum: at 8192 tokens on
+    TP 2 that is 128 chunks x 32 heads x 128 x 128 x 2 B, more than the DSA layer's absorbed step holds."""
+    from ktwizard.planner.memory import steps
+
+    spec = get_preset(PID).spec()
+    step = steps.attention_step(spec, 2, 8192, 0, "nsa")
+    parts = dict(step.parts)
+    assert step.path == "KDA chunked"
+    assert parts["chunk states"] == 128 * 32 * 128 * 128 * 2
+    assert parts["gate cumsum (fp32)"] == 8192 * 4096 * 4
+    assert parts["mHC residual (4 streams)"] == 4 * 8192 * 4096 * 2

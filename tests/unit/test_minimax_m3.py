@@ -245,3 +245,14 @@ def test_planned_from_the_hub_it_is_the_checkpoint_the_local_folder_is(tmp_path,
         del Hub.repos["acme/MiniMax-M3-tiny"]
     local = inspect_checkpoint(folder).spec
     assert remote == local and remote.attention.kind == "gqa_msa" and remote.attention.index_layers == 3
+
+
+def test_cpu_experts_keep_fp32_scales_in_host_ram():
+    """kt-kernel's MXFP8 kernels copy the e4m3 bytes and widen each ue8m0 scale to FP32 (BufferB: n*k + 4*n*k/32 B,
+    kt-kernel/operators/amx/mxfp8-moe.hpp and its AVX2 twin): one expert takes 3 x 3072 x 6144 x 9/8 B in RAM, more
+    than its 3 x 3072 x 6144 x 33/32 B on disk."""
+    from ktwizard.planner.memory.items import cpu_bytes_per_expert
+
+    spec = get_preset("minimax-m3-mxfp8").spec()
+    n = 3 * 3072 * 6144
+    assert cpu_bytes_per_expert(spec, "MXFP8") == n + 4 * n // 32 > spec.expert_bytes_native

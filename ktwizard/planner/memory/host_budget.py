@@ -8,18 +8,31 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem, HostBudget
+from ktwizard.planner.memory.loading import CPU_EXPERTS_ONLY, cpu_resident_per_expert, loader_transient
 from ktwizard.planner.memory.loading import SOURCE as LOADER_SOURCE
-from ktwizard.planner.memory.loading import loader_transient
 from ktwizard.planner.threads import ThreadPlan
 
 
 def host_budgets(
-    host: HostProfile, spec: ModelSpec, method: str, threads: ThreadPlan, tp: int, chunk: int, layerwise: bool
+    host: HostProfile,
+    spec: ModelSpec,
+    method: str,
+    threads: ThreadPlan,
+    tp: int,
+    chunk: int,
+    layerwise: bool,
+    gpu_experts: int = 0,
 ) -> tuple[HostBudget, ...]:
     """kt_ep_wrapper.py:5283-5363: only TP rank 0 builds the CPU expert wrapper, so CPU experts exist once; upstream
     moe-tp.hpp splits every expert's intermediate dimension across the pools (a split, not a copy)."""
-    per_expert = M.cpu_bytes_per_expert(spec, method)
-    all_experts = per_expert * spec.routed_experts * spec.moe_layer_count
+    per_expert = cpu_resident_per_expert(spec, method, host.cpu.flags)
+    resident = spec.routed_experts - (min(gpu_experts, spec.routed_experts) if method in CPU_EXPERTS_ONLY else 0)
+    all_experts = per_expert * resident * spec.moe_layer_count
+    held = (
+        f"the {resident} experts per layer not on the GPUs: {CPU_EXPERTS_ONLY[method]}"
+        if method in CPU_EXPERTS_ONLY
+        else "RAM holds every expert whatever --kt-num-gpu-experts"
+    )
     usable = host.memory.usable
     nodes = [n for n in host.numa_nodes if n.id in threads.nodes] or list(host.numa_nodes)
     trust = numa_memory_trustworthy(host) and not host.memory.cgroup_limit
@@ -33,9 +46,8 @@ def host_budgets(
             BudgetItem(
                 "CPU experts",
                 all_experts // len(nodes),
-                f"all {spec.routed_experts} x {spec.moe_layer_count} routed experts in {method} layout "
-                f"({per_expert} B each), split over {len(nodes)} thread pool(s); RAM holds every expert whatever "
-                "--kt-num-gpu-experts",
+                f"{resident} x {spec.moe_layer_count} routed experts in {method} layout ({per_expert} B each), split "
+                f"over {len(nodes)} thread pool(s); {held}",
                 "weights",
             ),
             BudgetItem(
@@ -77,7 +89,7 @@ def host_budgets(
         *([BudgetItem("CPU-MoE scratch", scratch, "sum over the NUMA nodes", "runtime", True)] if scratch else []),
         BudgetItem(
             "KT pinned buffers",
-            C.KT_SHM_EXPERTS * 3 * per_expert * tp + chunk * spec.hidden * 2 * tp,
+            C.KT_SHM_EXPERTS * 3 * M.cpu_bytes_per_expert(spec, method) * tp + chunk * spec.hidden * 2 * tp,
             "double-buffered experts in /dev/shm per TP rank (pinned) + pinned staging",
             "weights",
         ),

@@ -174,10 +174,11 @@ def compressed_pool(spec: ModelSpec, tokens: int, chunk: int, concurrency: int) 
     """DeepSeek-V4 (model_runner_kv_cache_mixin.py:479-556): the pools are sized from DSv4MemoryCalculator's bytes per
     full token (memory_profiler.py:63-98), the full-token count rounded down to 256-token pages (:103-105) and capped
     by --max-total-tokens (get_pool_sizes_by_configuration, :146-148). The plan renders the cap as the promised tokens
-    rounded up to a page, and --swa-full-tokens-ratio (dsv4_kv.swa_ratio), so the pool holds every promised token.
+    rounded up to a page (more where the window pool needs it: dsv4_kv.full_tokens), and --swa-full-tokens-ratio
+    (dsv4_kv.swa_ratio), so the pool holds every promised token and the chunks in flight.
     Not shared over TP: one KV head, every rank keeps the whole cache (MQA, models/deepseek_v4.py:503)."""
     layout = dsv4_kv.layout(spec.attention)
-    cap = ceil(tokens / dsv4_kv.PAGE_SIZE) * dsv4_kv.PAGE_SIZE
+    cap = dsv4_kv.full_tokens(tokens, chunk, concurrency)
     ratio = dsv4_kv.swa_ratio(cap, chunk, concurrency)
     per_token = dsv4_kv.bytes_per_full_token(layout, ratio)
     return Pool(

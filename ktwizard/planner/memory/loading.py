@@ -31,6 +31,31 @@ SOURCE = (
 )
 
 
+# Methods whose C++ load touches only the experts not on the GPUs: the rest of each node's buffers is allocated but
+# never written, so it is not resident (GeneralMOEConfig::should_skip_expert, operators/common.hpp).
+CPU_EXPERTS_ONLY = {
+    "NVFP4": (
+        "AVX2MXFP4_MOE's load copies only those into its lazily allocated buffers (avx2/mxfp4-moe.hpp TP_MOE::"
+        "load_weights skips should_skip_expert)"
+    ),
+}
+
+
+# GPTQ_INT4 on a CPU with avx_vnni: kt-kernel picks AVXVNNI256GPTQInt4Packed_MOE (kt_kernel/utils/amx.py:117-168,
+# compiled into every build), whose BufferB keeps a second fp32 table per group beside the scales, the c2
+# correction 128 x scale x rowsum (kt-kernel avx2/gptq_int4_avxvnni_packed-moe.hpp: (k/8)*n*4 + 2*(k/g)*n*4 B).
+PACKED_GPTQ_MAX_GROUP = 2048  # amx.py:66
+
+
+def cpu_resident_per_expert(spec: ModelSpec, method: str, cpu_flags: tuple[str, ...]) -> int:
+    """Host bytes one CPU expert keeps once loaded, with the kernel kt-kernel picks for this CPU."""
+    per_expert = M.cpu_bytes_per_expert(spec, method)
+    group = spec.expert_format.block
+    if method == "GPTQ_INT4" and "avx_vnni" in cpu_flags and group % 32 == 0 and group <= PACKED_GPTQ_MAX_GROUP:
+        per_expert += 4 * (3 * spec.hidden * spec.moe_intermediate // group)  # the c2 table
+    return per_expert
+
+
 @dataclass(frozen=True)
 class LoaderTransient:
     loader: int  # the loader's tensors for one layer: on one node, the loading thread's

@@ -92,17 +92,45 @@ def _dsv4_attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int) -> 
     return Step("attention", "DeepSeek-V4 compressed MQA", parts, src)
 
 
+def _kda_step(spec: ModelSpec, tp: int, tokens: int, extend: bool) -> Step:
+    """A GLM-5-Next KDA layer: the fused q/k/v/b/f_a/g_a and f_b/g_b projections (kimi_linear.py:205-276), the conv
+    output, and, for an extend, chunk_kda_fwd's temporaries alive at chunk_gated_delta_rule_fwd_h
+    (fla/kda.py:1141-1197, chunk_delta_h.py:296-307): the fp32 gate cumsum, the fp32 intra-chunk scores, w / u / kg,
+    one bf16 state per 64-token chunk and head, and v_new. Decode runs the recurrent kernel on the state pool."""
+    a, H, M = spec.attention, spec.hidden, tokens
+    n, d = a.linear_value_heads, a.linear_value_head_dim
+    hl, hd = _heads(n, tp), ceil(n * d / tp)
+    parts: list[tuple[str, int]] = [("mHC residual (4 streams)", 4 * M * H * 2), ("normed input", M * H * 2)]
+    parts += [("KDA projections", M * (5 * hd + hl + 2 * d) * 2), ("conv output q/k/v", 3 * M * hd * 2)]
+    if extend:
+        parts += [
+            ("gate cumsum (fp32)", M * hd * 4),
+            ("intra-chunk scores (fp32)", M * hl * 64 * 4),
+            ("w, u, kg", 3 * M * hd * 2),
+            ("chunk states", ceil(M / 64) * hl * d * d * 2),
+            ("v_new", M * hd * 2),
+        ]
+    parts.append(("attention output", M * hd * 2))
+    path = "KDA chunked" if extend else "KDA recurrent"
+    return Step("attention", path, tuple(parts), "srt/layers/attention/fla/kda.py:1141-1197, chunk_delta_h.py:296-307")
+
+
 def attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool = True) -> Step:
     """The attention step of a batch of `tokens` new tokens whose requests hold `prefix` tokens of prefix in total."""
+    step = _attention_step(spec, tp, tokens, prefix, backend, extend)
+    if spec.attention.kind != "hybrid_dsa":
+        return step
+    # GLM-5-Next alternates KDA and DSA layers: the larger of the two steps is the one that binds; both keep the
+    # 4-stream mHC residual (glm5_next.py:218-246)
+    kda = _kda_step(spec, tp, tokens, extend)
+    dsa = Step(step.step, step.path, (("mHC residual (4 streams)", 4 * tokens * spec.hidden * 2), *step.parts[1:]),
+               step.source)  # fmt: skip
+    return max(kda, dsa, key=lambda s: s.bytes)
+
+
+def _attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool = True) -> Step:
     a, H, M = spec.attention, spec.hidden, tokens
     parts: list[tuple[str, int]] = [("residual", M * H * 2), ("normed input", M * H * 2)]
-    if a.kind == "hybrid_dsa":
-        # GLM-5-Next: the mHC residual holds hc_mult (4) streams (glm5_next.py:218-246), and a KDA layer's fused
-        # q/k/v/b/f_a/g_a and f_b/g_b outputs (kimi_linear.py:205-276) stand beside the DSA layer's latent parts:
-        # the larger layer of the two is counted by adding both (an upper bound)
-        n, d = a.linear_value_heads, a.linear_value_head_dim
-        parts[0] = ("mHC residual (4 streams)", 4 * M * H * 2)
-        parts.append(("KDA projections", M * (ceil((5 * n * d + n) / tp) + 2 * d) * 2))
     if a.kind == "dsv4":
         return _dsv4_attention_step(spec, tp, M, prefix)
     if not a.mla:
