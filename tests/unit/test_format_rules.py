@@ -266,3 +266,20 @@ def test_gptq_experts_on_an_avx_vnni_cpu_keep_the_packed_kernels_correction_tabl
 
     assert cpu_experts(plain) == e * layers * (n // 2 + 4 * (n // g))
     assert cpu_experts(vnni) == e * layers * (n // 2 + 8 * (n // g))
+
+
+def test_block_fp8_loading_on_an_avx512_host_stages_each_nodes_share_at_once():
+    """FP8SafeTensorLoader hands views of the mapped shard (fp32 block scales, no conversion: loader.py:479-550);
+    TP_MOE<AMX_FP8_MOE_TP>::load_weights copies each node's slice of the layer as stored (fp8 weights + fp32 scales
+    per 128 x 128 block, every expert) into staging arrays on all nodes at once (kt-kernel amx/fp8-moe.hpp)."""
+    from math import ceil
+
+    cfg = _config("deepseek-v3")
+    h, i, e = cfg["hidden_size"], cfg["moe_intermediate_size"], cfg["n_routed_experts"]
+    per_expert = 3 * (h * i + 4 * ceil(h / 128) * ceil(i / 128))
+    p = get_preset("deepseek-v3")
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=8192), p.sglang)
+    assert r.method == "FP8"
+    per_node = [hb.item("loader peak (one layer)") for hb in r.host_budgets if hb.node >= 0]
+    assert per_node == [e * per_expert // 2] * 2  # two sockets, two pools
+    assert next(hb for hb in r.host_budgets if hb.node < 0).item("loader peak (one layer)") == e * per_expert

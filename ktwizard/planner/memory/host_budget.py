@@ -37,7 +37,7 @@ def host_budgets(
     nodes = [n for n in host.numa_nodes if n.id in threads.nodes] or list(host.numa_nodes)
     trust = numa_memory_trustworthy(host) and not host.memory.cgroup_limit
     share = usable // max(1, len(host.numa_nodes))
-    transient = loader_transient(spec, method, len(nodes))
+    transient = loader_transient(spec, method, len(nodes), host.cpu.flags)
     budgets = []
     os_reserve = max(C.OS_RESERVE_MIN, int(usable * C.OS_RESERVE_FRACTION))
     for n in nodes:

@@ -14,14 +14,15 @@ to the C++ load task and frees what the loader made only after it. Two transient
   buffers from them, then frees them (kt-kernel avx2/gptq_int4-moe.hpp TP_MOE::load_weights), so each node holds its
   share twice at once. AVX2MXFP4_MOE (NVFP4) copies straight into the node's buffers (avx2/mxfp4-moe.hpp).
 
-For the other methods ktwizard has not read the C++ load and keeps its bound: one layer as the method holds it, on
-every node.
+FP8 on the AVX-512/AMX build stages like GPTQ (amx/fp8-moe.hpp). For the other methods ktwizard has not read the C++
+load and keeps its bound: one layer as the method holds it, on every node.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ktwizard.host.isa import kt_variant
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import items as M
 
@@ -70,9 +71,23 @@ class LoaderTransient:
         return self.loader + self.staging_per_node * nodes
 
 
-def loader_transient(spec: ModelSpec, method: str, nodes: int) -> LoaderTransient:
+# kt-kernel builds whose FP8 method is the AMX/AVX-512 class (AMXFP8_MOE; amx.py:632-637, 970-977)
+FP8_AVX512_BUILDS = ("amx", "avx512_bf16")
+
+
+def loader_transient(spec: ModelSpec, method: str, nodes: int, cpu_flags: tuple[str, ...] = ()) -> LoaderTransient:
     experts = spec.routed_experts  # the loader reads every expert of the layer, GPU ones included
     n = 3 * spec.hidden * spec.moe_intermediate  # elements of one expert's gate, up and down
+    if method == "FP8" and kt_variant(cpu_flags) in FP8_AVX512_BUILDS and "avx512vbmi" in cpu_flags:
+        # FP8SafeTensorLoader returns views (fp32 block scales need no conversion, loader.py:479-550); TP_MOE<AMX_FP8>
+        # ::load_weights stages each node's slice of the layer as stored (fp8 + fp32 scales, all experts) before
+        # loading its buffers, then frees it (kt-kernel amx/fp8-moe.hpp)
+        return LoaderTransient(
+            0,
+            spec.expert_bytes_native * experts // max(1, nodes),
+            "the C++ load's staging copy of each node's share of the layer, on every node at once; the loader's "
+            "tensors are views of the mapped shard",
+        )
     if method == "NVFP4":
         return LoaderTransient(
             experts * 2 * (n // 16),
