@@ -968,7 +968,11 @@ QWEN35_GPTQ_NOTE = "GPTQ experts of Qwen3.5 assumed per-expert tensors (kt-kerne
 QUANT_VARIANTS.update(
     {
         pid: [("gptq-int4", "GPTQ-Int4", [f"Qwen/{name}-GPTQ-Int4"], GPTQ, ["GPTQ_INT4"], QWEN35_GPTQ_NOTE)]
-        for pid, name in (("qwen3.5-35b-a3b", "Qwen3.5-35B-A3B"), ("qwen3.5-122b-a10b", "Qwen3.5-122B-A10B"))
+        for pid, name in (
+            ("qwen3.5-35b-a3b", "Qwen3.5-35B-A3B"),
+            ("qwen3.5-122b-a10b", "Qwen3.5-122B-A10B"),
+            ("qwen3.5-397b-a17b", "Qwen3.5-397B-A17B"),
+        )
     }
 )
 

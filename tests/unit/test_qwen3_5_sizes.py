@@ -26,6 +26,7 @@ NEW = (
     "qwen3.5-122b-a10b-fp8",
     "qwen3.5-122b-a10b-gptq-int4",
     "qwen3.5-397b-a17b-fp8",
+    "qwen3.5-397b-a17b-gptq-int4",
 )
 # (layers, hidden, heads, linear value heads, experts, expert width, ViT output) per size
 SHAPES = {"35b": (40, 2048, 16, 32, 256, 512, 2048), "122b": (48, 3072, 32, 64, 256, 1024, 3072)}
@@ -110,6 +111,7 @@ def test_qwen3_6_is_the_35b_shape_under_its_own_id():
         ("qwen3.5-397b-a17b-fp8", "Qwen/Qwen3.5-397B-A17B-FP8", "FP8"),
         ("qwen3.5-35b-a3b-gptq-int4", "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4", "GPTQ_INT4"),
         ("qwen3.5-122b-a10b-gptq-int4", "Qwen/Qwen3.5-122B-A10B-GPTQ-Int4", "GPTQ_INT4"),
+        ("qwen3.5-397b-a17b-gptq-int4", "Qwen/Qwen3.5-397B-A17B-GPTQ-Int4", "GPTQ_INT4"),
     ],
 )
 def test_each_download_has_its_own_id(pid, repo, method):
