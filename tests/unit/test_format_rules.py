@@ -299,3 +299,15 @@ def test_rawint4_loading_on_an_avx512_host_stages_each_nodes_share_as_stored():
     assert r.method == "RAWINT4"
     per_node = [hb.item("loader peak (one layer)") for hb in r.host_budgets if hb.node >= 0]
     assert per_node == [e * (n // 2 + 2 * (n // group)) // 2] * 2
+
+
+def test_bf16_loading_on_an_amx_host_stages_each_nodes_share():
+    """AMXBF16_MOE's TP load copies each node's slice of the layer (bf16, every expert) into staging arrays on all
+    nodes at once and frees them after (kt-kernel amx/bf16-moe.hpp); the loader's tensors are views."""
+    cfg = _config("qwen3-30b-a3b")
+    e, n = cfg["num_experts"], 3 * cfg["hidden_size"] * cfg["moe_intermediate_size"]
+    p = get_preset("qwen3-30b-a3b")
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=8192), p.sglang)
+    assert r.method == "BF16"
+    per_node = [hb.item("loader peak (one layer)") for hb in r.host_budgets if hb.node >= 0]
+    assert per_node == [e * 2 * n // 2] * 2

@@ -14,7 +14,7 @@ to the C++ load task and frees what the loader made only after it. Two transient
   buffers from them, then frees them (kt-kernel avx2/gptq_int4-moe.hpp TP_MOE::load_weights), so each node holds its
   share twice at once. AVX2MXFP4_MOE (NVFP4) copies straight into the node's buffers (avx2/mxfp4-moe.hpp).
 
-FP8 and RAWINT4 on the AVX-512/AMX builds stage like GPTQ (amx/fp8_tp_staging.hpp, amx/k2-moe.hpp). For the other
+FP8, BF16 and RAWINT4 on the AVX-512/AMX builds stage like GPTQ (amx/fp8_tp_staging.hpp, amx/k2-moe.hpp). For the other
 methods ktwizard has not read the C++
 load and keeps its bound: one layer as the method holds it, on every node.
 """
@@ -72,7 +72,8 @@ class LoaderTransient:
         return self.loader + self.staging_per_node * nodes
 
 
-# kt-kernel builds whose FP8 method is the AMX/AVX-512 class (AMXFP8_MOE; amx.py:632-637, 970-977)
+# kt-kernel builds whose FP8 and BF16 methods are the AMX/AVX-512 classes (AMXFP8_MOE, AMXBF16_MOE; amx.py:632-651,
+# 970-977, 1009-1014); ktwizard loads the AVX2 build for them below avx512_bf16 (planner/methods.support)
 FP8_AVX512_BUILDS = ("amx", "avx512_bf16")
 
 
@@ -91,6 +92,16 @@ def loader_transient(spec: ModelSpec, method: str, nodes: int, cpu_flags: tuple[
             experts * (n // 2 + 2 * (n // group)) // max(1, nodes),
             "the C++ load's staging copy of each node's share of the layer as stored, on every node at once; the "
             "loader's tensors are views of the mapped shard",
+        )
+    if method == "BF16" and variant in FP8_AVX512_BUILDS:
+        # BF16SafeTensorLoader returns views (loader.py:551-712; Qwen3.5's packed [E, 2I, H] is sliced by rows, still
+        # views); AMXBF16_MOE's TP load stages each node's slice of the layer in bf16 (every expert) and frees it
+        # after loading (kt-kernel amx/bf16-moe.hpp TP_MOE::load_weights)
+        return LoaderTransient(
+            0,
+            experts * 2 * n // max(1, nodes),
+            "the C++ load's staging copy of each node's share of the layer, on every node at once; the loader's "
+            "tensors are views of the mapped shard",
         )
     if method == "FP8" and variant in FP8_AVX512_BUILDS:
         # FP8SafeTensorLoader returns views (fp32 block scales need no conversion, loader.py:479-550); TP_MOE<AMX_FP8>
