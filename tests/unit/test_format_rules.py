@@ -283,3 +283,19 @@ def test_block_fp8_loading_on_an_avx512_host_stages_each_nodes_share_at_once():
     per_node = [hb.item("loader peak (one layer)") for hb in r.host_budgets if hb.node >= 0]
     assert per_node == [e * per_expert // 2] * 2  # two sockets, two pools
     assert next(hb for hb in r.host_budgets if hb.node < 0).item("loader peak (one layer)") == e * per_expert
+
+
+def test_rawint4_loading_on_an_avx512_host_stages_each_nodes_share_as_stored():
+    """CompressedSafeTensorLoader hands views of the mapped shard; AMXInt4_KGroup_MOE (first choice on every AVX-512
+    build, amx.py:205-206) stages each node's slice of the layer as stored, int4 pairs + bf16 group scales for every
+    expert, before loading (kt-kernel amx/k2-moe.hpp TP_MOE::load_weights)."""
+    cfg = _config("kimi-k2-thinking")
+    text = cfg.get("text_config", cfg)
+    h, i, e = text["hidden_size"], text["moe_intermediate_size"], text["n_routed_experts"]
+    group = next(iter(cfg["quantization_config"]["config_groups"].values()))["weights"]["group_size"]
+    n = 3 * h * i
+    p = get_preset("kimi-k2-thinking")
+    r = plan(load_host("xeon-2s-amx-4x4090-48gb"), p.spec(), Goals(context=8192), p.sglang)
+    assert r.method == "RAWINT4"
+    per_node = [hb.item("loader peak (one layer)") for hb in r.host_budgets if hb.node >= 0]
+    assert per_node == [e * (n // 2 + 2 * (n // group)) // 2] * 2

@@ -14,7 +14,8 @@ to the C++ load task and frees what the loader made only after it. Two transient
   buffers from them, then frees them (kt-kernel avx2/gptq_int4-moe.hpp TP_MOE::load_weights), so each node holds its
   share twice at once. AVX2MXFP4_MOE (NVFP4) copies straight into the node's buffers (avx2/mxfp4-moe.hpp).
 
-FP8 on the AVX-512/AMX build stages like GPTQ (amx/fp8-moe.hpp). For the other methods ktwizard has not read the C++
+FP8 and RAWINT4 on the AVX-512/AMX builds stage like GPTQ (amx/fp8_tp_staging.hpp, amx/k2-moe.hpp). For the other
+methods ktwizard has not read the C++
 load and keeps its bound: one layer as the method holds it, on every node.
 """
 
@@ -78,10 +79,24 @@ FP8_AVX512_BUILDS = ("amx", "avx512_bf16")
 def loader_transient(spec: ModelSpec, method: str, nodes: int, cpu_flags: tuple[str, ...] = ()) -> LoaderTransient:
     experts = spec.routed_experts  # the loader reads every expert of the layer, GPU ones included
     n = 3 * spec.hidden * spec.moe_intermediate  # elements of one expert's gate, up and down
-    if method == "FP8" and kt_variant(cpu_flags) in FP8_AVX512_BUILDS and "avx512vbmi" in cpu_flags:
+    variant = kt_variant(cpu_flags) or ""
+    if method == "RAWINT4" and variant.startswith(("amx", "avx512")):
+        # CompressedSafeTensorLoader returns views (loader.py:715-815); AMXInt4_KGroup_MOE, picked first on every
+        # AVX-512 build (amx.py:205-206), stages each node's slice of the layer as stored (int4 + bf16 group
+        # scales, all experts) and frees it after loading (kt-kernel amx/k2-moe.hpp TP_MOE::load_weights; its
+        # "From per-expert pointers (gate_projs)" is a string of every AVX-512 build's .so)
+        group = spec.expert_format.block or 32
+        return LoaderTransient(
+            0,
+            experts * (n // 2 + 2 * (n // group)) // max(1, nodes),
+            "the C++ load's staging copy of each node's share of the layer as stored, on every node at once; the "
+            "loader's tensors are views of the mapped shard",
+        )
+    if method == "FP8" and variant in FP8_AVX512_BUILDS:
         # FP8SafeTensorLoader returns views (fp32 block scales need no conversion, loader.py:479-550); TP_MOE<AMX_FP8>
-        # ::load_weights stages each node's slice of the layer as stored (fp8 + fp32 scales, all experts) before
-        # loading its buffers, then frees it (kt-kernel amx/fp8-moe.hpp)
+        # ::load_weights stages each node's slice of the layer as stored (fp8 + fp32 scales, all experts:
+        # BlockFP8TPStaging::allocate, kt-kernel amx/fp8_tp_staging.hpp, whose "FP8 TP staging dimensions must be
+        # positive" is a string of the AVX-512 builds) before loading its buffers, then frees it
         return LoaderTransient(
             0,
             spec.expert_bytes_native * experts // max(1, nodes),
