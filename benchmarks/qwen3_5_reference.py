@@ -71,14 +71,17 @@ def qwen3_5(
 SIZES = {  # layers, hidden, heads, kv, head_dim, kh, kd, vh, vd, kernel, experts, inter, shared, vocab, topk, vit_out
     "qwen3.5-35b-a3b": (40, 2048, 16, 2, 256, 16, 128, 32, 128, 4, 256, 512, 512, 248320, 8, 2048),
     "qwen3.5-122b-a10b": (48, 3072, 32, 2, 256, 16, 128, 64, 128, 4, 256, 1024, 1024, 248320, 8, 3072),
+    "qwen3.5-397b-a17b": (60, 4096, 32, 2, 256, 16, 128, 64, 128, 4, 512, 1024, 1024, 248320, 10, 4096),
 }
 
 
 def check_397b() -> None:
-    """The research note's 397B block (its own enumeration, with its ViT estimate of 451,178,496 params)."""
+    """The research note's 397B block (its own enumeration of the text model; its ViT estimate of 451,178,496
+    params was replaced by this script's count from the class's shapes, 456,010,480)."""
     d = qwen3_5(60, 4096, 32, 2, 256, 16, 128, 64, 128, 4, 512, 1024, 1024, 248320, 10, 4096)
     text = d["params_non_expert"] - d["params_vision"]
     assert text + 451_178_496 == 10_250_472_192, text
+    assert d["params_vision"] == 456_010_480
     assert d["params_mtp_or_extra"] == 6_595_572_224, d["params_mtp_or_extra"]
     assert d["routed_bytes_all_layers_native"] == 773_094_113_280
     assert d["kv_cache_bytes_per_token_bf16"] == 30_720

@@ -502,8 +502,8 @@ def main() -> None:
             text_cfg = {k: v for k, v in cfg.items() if k not in ("architectures",)}
             text_cfg["model_type"] = "qwen3_5_moe_text"
             cfg = {"architectures": [arch], "model_type": "qwen3_5_moe", "text_config": text_cfg}
-            # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), on the GPU
-            cfg["estimated_bytes"] = {"vision": QWEN35_VISION.get(block, 902356992)}
+            # ViT (depth 27, width 1152, MLP 4304) + merger to the text width, BF16, on the GPU (qwen_vit_bytes)
+            cfg["estimated_bytes"] = {"vision": QWEN35_VISION[block]}
         if arch == "KimiK25ForConditionalGeneration":
             # MoonViT tower + projector, loaded on the GPU; not in the text config (kimi_k25.py shapes, below)
             cfg["estimated_bytes"] = {"vision": moonvit_bytes()}
@@ -543,7 +543,7 @@ def main() -> None:
             preset["unconfirmed"] = preset["unconfirmed"] + ([note] if note else [])
         if family == "qwen3.5":
             preset["unconfirmed"] = preset["unconfirmed"] + [
-                "vision tower bytes estimated from its dims (deepstack mergers, if any, not counted)",
+                "vision tower bytes from qwen3_vl.py's shapes and the config's dims, not from a checkpoint index",
                 "parsers qwen3_coder / qwen3 as the Qwen3.5 model card's SGLang example (not re-read)",
             ]
         if family == "glm-5":
@@ -952,8 +952,12 @@ def qwen_vit_bytes(out_hidden: int, h: int = 1152, inter: int = 4304, depth: int
     return 2 * (3 * 2 * 16 * 16 * h + h + 2304 * h + depth * block + merger)
 
 
-# Facts block -> ViT bytes (the 397B keeps the research note's estimate, which its derived block includes).
-QWEN35_VISION = {"qwen3.5-35b-a3b": qwen_vit_bytes(2048), "qwen3.5-122b-a10b": qwen_vit_bytes(3072)}
+# Facts block -> ViT bytes (out_hidden_size = the text width: the configs' vision_config).
+QWEN35_VISION = {
+    "qwen3.5-35b-a3b": qwen_vit_bytes(2048),
+    "qwen3.5-122b-a10b": qwen_vit_bytes(3072),
+    "qwen3.5-397b-a17b": qwen_vit_bytes(4096),
+}
 # Qwen's own block-FP8 and GPTQ-Int4 releases (repos named in public serving configs: vLLM recipes, tool-parser
 # tables, a GPTQ compatibility table; see docs/models.md).
 FP8_VARIANTS.update(

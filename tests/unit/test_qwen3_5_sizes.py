@@ -29,7 +29,11 @@ NEW = (
     "qwen3.5-397b-a17b-gptq-int4",
 )
 # (layers, hidden, heads, linear value heads, experts, expert width, ViT output) per size
-SHAPES = {"35b": (40, 2048, 16, 32, 256, 512, 2048), "122b": (48, 3072, 32, 64, 256, 1024, 3072)}
+SHAPES = {
+    "35b": (40, 2048, 16, 32, 256, 512, 2048),
+    "122b": (48, 3072, 32, 64, 256, 1024, 3072),
+    "397b": (60, 4096, 32, 64, 512, 1024, 4096),
+}
 
 
 @pytest.mark.parametrize("pid", NEW)
@@ -78,7 +82,9 @@ def test_hybrid_kv_and_state_from_the_model_class(pid, size):
     assert spec.routed_bytes == 3 * hidden * width * 2 * experts * layers
 
 
-@pytest.mark.parametrize(("pid", "size"), [("qwen3.5-35b-a3b", "35b"), ("qwen3.5-122b-a10b", "122b")])
+@pytest.mark.parametrize(
+    ("pid", "size"), [("qwen3.5-35b-a3b", "35b"), ("qwen3.5-122b-a10b", "122b"), ("qwen3.5-397b-a17b", "397b")]
+)
 def test_vision_tower_bytes_from_qwen3_vl_shapes(pid, size):
     """They are vision-language checkpoints (Qwen3_5MoeForConditionalGeneration with a vision_config), and the ViT
     loads on the GPU: qwen3_vl.py's patch Conv3d (3*2*16*16 -> 1152, bias), 2304 position rows, 27 blocks
