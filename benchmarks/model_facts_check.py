@@ -27,6 +27,10 @@ CHECKS = {  # preset -> reference block
     "glm-5.1": "glm-5",
     "glm-5.2": "glm-5.2",
     "qwen3.5-397b-a17b": "qwen3.5-397b-a17b",
+    "qwen3.5-35b-a3b": "qwen3.5-35b-a3b",  # derived block: benchmarks/qwen3_5_reference.py
+    "qwen3.6-35b-a3b": "qwen3.5-35b-a3b",
+    "qwen3.5-122b-a10b": "qwen3.5-122b-a10b",
+    "kimi-k2.5": "kimi-k2.5",
     "minimax-m2.5": "minimax-m2",
     "minimax-m2.7": "minimax-m2",
 }

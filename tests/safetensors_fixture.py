@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
-SIZES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1}
+SIZES = {"BF16": 2, "F32": 4, "F8_E4M3": 1, "I32": 4, "U8": 1, "F8_E8M0": 1, "I8": 1, "I64": 8}
 
 
 def nbytes(dtype: str, shape: tuple[int, ...]) -> int:
@@ -45,8 +46,11 @@ def write_checkpoint(
     (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
 
 
-def deepseek_tensors(cfg: dict, fp8: bool) -> list[tuple[str, str, tuple[int, ...]]]:
-    """The test's own tensor list for a DeepSeek-V2/V3 checkpoint (with MTP layers when the config has them)."""
+def deepseek_tensors(
+    cfg: dict, fp8: bool, nvfp4: Callable[[str], bool] | None = None
+) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The test's own tensor list for a DeepSeek-V2/V3 checkpoint (with MTP layers when the config has them).
+    `nvfp4`: which linears a ModelOpt NVFP4 export packs (by module name); the others stay BF16."""
     H, V, E = cfg["hidden_size"], cfg["vocab_size"], cfg["n_routed_experts"]
     heads, kl, nope, rope, v, ql = (
         cfg["num_attention_heads"],
@@ -59,6 +63,13 @@ def deepseek_tensors(cfg: dict, fp8: bool) -> list[tuple[str, str, tuple[int, ..
     Im, Id = cfg["moe_intermediate_size"], cfg["intermediate_size"]
 
     def lin(name, o, i):
+        if nvfp4 is not None and nvfp4(name):  # ModelOpt: U8 pairs, an e4m3 scale per 16, two fp32 scalars
+            return [
+                (f"{name}.weight", "U8", (o, i // 2)),
+                (f"{name}.weight_scale", "F8_E4M3", (o, i // 16)),
+                (f"{name}.weight_scale_2", "F32", ()),
+                (f"{name}.input_scale", "F32", ()),
+            ]
         if not fp8:
             return [(f"{name}.weight", "BF16", (o, i))]
         return [

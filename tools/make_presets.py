@@ -503,11 +503,11 @@ def main() -> None:
             text_cfg = {k: v for k, v in cfg.items() if k not in ("architectures",)}
             text_cfg["model_type"] = "qwen3_5_moe_text"
             cfg = {"architectures": [arch], "model_type": "qwen3_5_moe", "text_config": text_cfg}
-            # ViT (depth 27, width 1152, MLP 4304) + merger to 4096, BF16: ~0.451B params (reference §5), on the GPU
-            cfg["estimated_bytes"] = {"vision": 902356992}
+            # ViT (depth 27, width 1152, MLP 4304) + merger to the text width, BF16, on the GPU (qwen_vit_bytes)
+            cfg["estimated_bytes"] = {"vision": QWEN35_VISION[block]}
         if arch == "KimiK25ForConditionalGeneration":
-            # MoonViT tower + projector, loaded on the GPU; not in the text config (reference §7: ~0.46B BF16 params)
-            cfg["estimated_bytes"] = {"vision": 930668544}
+            # MoonViT tower + projector, loaded on the GPU; not in the text config (kimi_k25.py shapes, below)
+            cfg["estimated_bytes"] = {"vision": moonvit_bytes()}
         preset = {
             "id": pid,
             "name": name,
@@ -533,6 +533,9 @@ def main() -> None:
             preset["unconfirmed"] = preset["unconfirmed"] + ["R1-0528 assumed identical to R1 (reference §7)"]
         if pid in ("glm-4.6", "glm-4.7"):
             preset["hf_repos"] = [r for r in preset["hf_repos"] if pid.upper()[4:] in r.upper()] or preset["hf_repos"]
+        if pid in QWEN35_IDS:
+            keep, note = QWEN35_IDS[pid]
+            preset["hf_repos"], preset["unconfirmed"] = keep, preset["unconfirmed"] + ([note] if note else [])
         if pid in OWN_IDS:
             keep, ctx, note = OWN_IDS[pid]
             preset["hf_repos"] = [r for r in preset["hf_repos"] if r in keep] or keep
@@ -541,7 +544,7 @@ def main() -> None:
             preset["unconfirmed"] = preset["unconfirmed"] + ([note] if note else [])
         if family == "qwen3.5":
             preset["unconfirmed"] = preset["unconfirmed"] + [
-                "vision tower bytes estimated from its dims (deepstack mergers, if any, not counted)",
+                "vision tower bytes from qwen3_vl.py's shapes and the config's dims, not from a checkpoint index",
                 "parsers qwen3_coder / qwen3 as the Qwen3.5 model card's SGLang example (not re-read)",
             ]
         if family == "glm-5":
@@ -555,7 +558,15 @@ def main() -> None:
             write(f"{pid}-fp8", fp8_variant(preset, FP8_VARIANTS[pid]))
         for suffix, label, repos, quant, methods, note in QUANT_VARIANTS.get(pid, ()):
             write(f"{pid}-{suffix}", quant_variant(preset, suffix, label, repos, quant, methods, note))
-    n = len(P) + len(FP8_VARIANTS) + sum(map(len, QUANT_VARIANTS.values()))
+    for pid in GLM5_NEXT:
+        write(pid, glm5_next_preset(pid, blocks[pid]))
+    m3 = minimax_m3_presets(blocks)
+    for pid, preset in m3:
+        write(pid, preset)
+    for pid, (name, published) in DEEPSEEK_V4.items():
+        write(pid, deepseek_v4_preset(pid, name, blocks[pid], published))
+    n = len(P) + len(FP8_VARIANTS) + sum(map(len, QUANT_VARIANTS.values())) + len(GLM5_NEXT) + len(m3)
+    n += len(DEEPSEEK_V4)
     print(f"wrote {n} presets to {OUT}", file=sys.stderr)
 
 
@@ -649,7 +660,382 @@ def quant_variant(
     v["sglang"]["served_model_name"] = v["id"]
     v["unconfirmed"] = v["unconfirmed"] + [f"{label} quantization_config written from the format's convention"]
     v["unconfirmed"] += [note] if note else []
+    if v["id"] in CONFIRMED_QUANT:  # a variant whose quantization config was read from its real checkpoint
+        v["unconfirmed"] = [u for u in v["unconfirmed"] if "quantization_config written" not in u]
+        extra = CONFIRMED_QUANT[v["id"]]
+        v["sources"] = v["sources"] + extra["sources"]
+        v["unconfirmed"] += extra["unconfirmed"]
+        v["config"]["estimated_bytes"] = extra["estimated_bytes"]
     return v
+
+
+# --- DeepSeek-V4 (issue #43) ------------------------------------------------------------------------------------
+# Their facts blocks carry the checkpoint's config.json keys as published (config_json), copied verbatim: the model
+# class reads keys (compress_ratios, o_groups, hc_mult, expert_dtype, swiglu_limit) the generic table does not know.
+DEEPSEEK_V4 = {
+    "deepseek-v4-flash": (
+        "DeepSeek-V4-Flash",
+        {"total_params": 284e9, "active_params": 13e9, "source": "deepseek-ai/DeepSeek-V4-Flash model card: 284B, 13B"},
+    ),
+    "deepseek-v4-flash-0731": (
+        "DeepSeek-V4-Flash-0731",
+        {"total_params": 284e9, "active_params": 13e9, "source": "same architecture as DeepSeek-V4-Flash"},
+    ),
+    "deepseek-v4-pro": (
+        "DeepSeek-V4-Pro",
+        {"total_params": 1.6e12, "active_params": 49e9, "source": "deepseek-ai/DeepSeek-V4-Pro model card: 1.6T, 49B"},
+    ),
+}
+
+
+def deepseek_v4_preset(pid: str, name: str, f: dict, published: dict) -> dict:
+    return {
+        "id": pid,
+        "name": name,
+        "family": "deepseek-v4",
+        "hf_repos": f["hf_repos"],
+        "config": dict(f["config_json"]),
+        "checkpoint_formats": ["fp8+mxfp4"],
+        # AMXINT4/AMXINT8 are not offered: the KT wrapper drops the checkpoint's SwiGLU clamp (swiglu_limit) for any
+        # method but MXFP4/MXFP8 (kt_ep_wrapper.py:399-405, :5284-5310), so converted experts would compute wrongly
+        "kt_methods": ["MXFP4"],
+        "sglang": {
+            "tool_call_parser": "deepseekv4",  # function_call/function_call_parser.py:57
+            "reasoning_parser": "deepseek-v4",  # parser/reasoning_parser.py:403
+            "attention_backend": "compressed",
+            "trust_remote_code": True,
+            "served_model_name": pid,
+        },
+        "chat_template": "No Jinja template ships: the repository's encoding/encoding_dsv4.py builds prompts; SGLang "
+        "serves the tokenizer's own when present.",
+        "published": {**published, "active_counts": "no_embedding"},
+        "sources": f.get("sources", []) + ["model-facts.md (ktwizard research notes; copy in tests/fixtures/oracles/)"],
+        "unconfirmed": f.get("unconfirmed", [])
+        + [
+            "published parameter counts recalled from the model cards (rounded), not re-read",
+        ],
+    }
+
+
+# --- MiniMax-M3 (its own block: a vision-language wrapper with block-sparse attention) -----------------------------
+# The facts block keeps the checkpoint's config.json nearly verbatim (text_config, vision_config), so the preset is
+# the same JSON a downloaded folder holds and goes through the same parser (ktwizard/models/families.py MINIMAX_M3).
+M3_SGLANG = {
+    # kvcache-ai/ktransformers doc/en/kt-kernel/MiniMax-M3-Tutorial.md; function_call_parser.py:32 (minimax-m3)
+    "tool_call_parser": "minimax-m3",
+    "reasoning_parser": "minimax-m3",
+    # kt_kernel/cli/utils/model_registry.py:180: the dense layers run on it; sparse layers are wrapped by
+    # MiniMaxHybridAttnBackend whatever the backend (layers/attention/attention_registry.py:198-208)
+    "attention_backend": "flashinfer",
+}
+# (id, name, repos, quantization_config or None, kt methods, format, extra unconfirmed)
+M3_CHECKPOINTS = (
+    (
+        "minimax-m3-mxfp8",
+        "MiniMax-M3 MXFP8",
+        ["MiniMaxAI/MiniMax-M3-MXFP8"],
+        "mxfp8",
+        ["MXFP8"],
+    ),
+    ("minimax-m3", "MiniMax-M3", ["MiniMaxAI/MiniMax-M3"], None, ["BF16"]),
+)
+
+
+def m3_vision_bytes(v: dict, text_hidden: int, projector: int) -> int:
+    """The vision tower, projector and patch-merge MLP as the checkpoints store them (facts block `tensors.vision`):
+    BF16 but the F32 patch embedding [hidden, channels, temporal, patch, patch]."""
+    h, inter, n = v["hidden_size"], v["intermediate_size"], v["num_hidden_layers"]
+    merge = v["img_token_compression_config"]
+    patch = v["patch_size"]
+    embed = h * v["num_channels"] * merge["temporal_patch_size"] * patch * patch * 4
+    mlp = (inter * h + inter) + (h * inter + h)  # fc1, fc2 with biases
+    layer = 4 * h + mlp + 4 * (h * h + h)  # layer_norm1/2 weight + bias, the MLP, q/k/v/out_proj with biases
+    pre = 2 * h
+    proj = (projector * h + projector) + (text_hidden * projector + text_hidden)
+    merged_in = text_hidden * merge["spatial_merge_size"] ** 2
+    patch_merge = (text_hidden * merged_in + text_hidden) + (text_hidden * text_hidden + text_hidden)
+    return embed + 2 * (n * layer + pre + proj + patch_merge)
+
+
+FACTS_NOTE = "model-facts.md (ktwizard research notes; copy in tests/fixtures/oracles/)"
+
+
+def minimax_m3_presets(blocks: dict) -> list[tuple[str, dict]]:
+    f = blocks["minimax-m3"]
+    out = []
+    for pid, name, repos, quant, methods in M3_CHECKPOINTS:
+        cfg: dict = {
+            "architectures": list(f["architectures"]),
+            # as the checkpoints' config.json: the config class ships with them (--trust-remote-code loads it)
+            "auto_map": dict(f["auto_map"]),
+            "model_type": f["model_type"],
+            "text_config": dict(f["text_config"]),
+            "vision_config": dict(f["vision_config"]),
+            "projector_hidden_size": f["projector_hidden_size"],
+            "torch_dtype": f["native_format"]["torch_dtype"],
+        }
+        if quant:
+            q = dict(f["mxfp8_quantization_config"])
+            q.pop("ignored_layers")
+            cfg["quantization_config"] = q
+        text = f["text_config"]
+        cfg["estimated_bytes"] = {
+            "vision": m3_vision_bytes(f["vision_config"], text["hidden_size"], f["projector_hidden_size"])
+        }
+        out.append(
+            (
+                pid,
+                {
+                    "id": pid,
+                    "name": name,
+                    "family": "minimax-m3",
+                    "hf_repos": repos,
+                    "config": cfg,
+                    "checkpoint_formats": [quant or "bf16"],
+                    "kt_methods": methods,
+                    "sglang": {**M3_SGLANG, "trust_remote_code": True, "served_model_name": pid},
+                    "chat_template": "The checkpoint's template; chat_template_kwargs.thinking_mode is enabled, "
+                    "disabled or adaptive (KT's MiniMax-M3 tutorial).",
+                    "published": {
+                        "total_params": 428e9,
+                        "active_params": 23e9,
+                        "source": "MiniMaxAI/MiniMax-M3 model card as summarised in the stored index (id "
+                        "55476735939): ~428B total, ~23B active; the BF16 headers sum to 427,040,140,160 params with "
+                        "the vision tower",
+                        # 23.50B without embedding and lm_head (24.73B with the head): the card's ~23B truncates it
+                        "active_counts": "no_embedding_no_head",
+                    },
+                    "sources": f["sources"] + [FACTS_NOTE],
+                    "unconfirmed": f["unconfirmed"]
+                    + (
+                        []
+                        if quant
+                        else [
+                            "BF16 experts: kt-kernel 0.7.2 applies M3's clamped SwiGLU only under MXFP4/MXFP8 "
+                            "(sglang/srt/layers/moe/kt_ep_wrapper.py:399-405), so this checkpoint's CPU experts would "
+                            "need an MXFP8 copy; ktwizard refuses the plan and names MiniMax-M3-MXFP8"
+                        ]
+                    ),
+                },
+            )
+        )
+    return out
+
+
+# --- GLM-5-Next (GLM-5.3-Flash) ---------------------------------------------------------------------------------------
+# A vision-language config: the decoder's keys under text_config (sglang/srt/configs/glm5_next.py), written whole from
+# the facts block (model-facts.md §9). Only the native block-FP8 checkpoint runs on sglang-kt 0.7.2
+# (server_args.py:1535-1539), with --kt-method FP8 (:1620-1628): one preset, no BF16 or converted variants.
+GLM5_NEXT = {"glm-5.3-flash": "GLM-5.3-Flash"}
+GLM5_NEXT_TEXT_KEYS = (
+    "vocab_size", "hidden_size", "intermediate_size", "moe_intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings", "tie_word_embeddings",
+    "n_routed_experts", "num_experts_per_tok", "n_shared_experts", "n_group", "topk_group", "norm_topk_prob",
+    "routed_scaling_factor", "scoring_func", "topk_method", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank",
+    "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "swiglu_limit", "mhc", "hc_mult",
+    "hc_sinkhorn_iters", "hc_eps", "num_nextn_predict_layers", "index_head_dim", "index_n_heads", "index_topk",
+    "index_kpool", "index_kpool_compress", "index_kpool_always_select_tail",
+)  # fmt: skip
+
+
+def glm5_next_preset(pid: str, f: dict) -> dict:
+    t = f["text_config"]
+    layers = t["num_hidden_layers"]
+    dsa = [i for i in range(layers) if i % 4 == 3]  # configs/glm5_next.py:288-295
+    text = {k: t[k] for k in GLM5_NEXT_TEXT_KEYS}
+    text["model_type"] = f["text_model_type"]
+    text["linear_attn_config"] = {
+        **t["linear_attn_config"],
+        "kda_layers": [i for i in range(layers) if i not in dsa],
+        "full_attn_layers": dsa,
+    }
+    text["layer_types"] = ["deepseek_sparse_attention" if i in dsa else "linear_attention" for i in range(layers)]
+    vision = f["vision_config"]
+    # GlmOcrVisionModel (glm_ocr.py:150-233, glm4v.py:233-270) at these dims, BF16: loaded on the GPU by default
+    # (model_config.py:234-240 keeps multimodal on); the facts block records the count
+    vision_bytes = 2 * int(str(f["derived"]["vision_params_estimate"]).split()[0])
+    cfg = {
+        "architectures": f["architectures"],
+        "model_type": f["model_type"],
+        "text_config": text,
+        "vision_config": vision,
+        "quantization_config": dict(FP8),
+        "torch_dtype": "bfloat16",
+        "estimated_bytes": {"vision": vision_bytes},
+    }
+    return {
+        "id": pid,
+        "name": GLM5_NEXT[pid],
+        "family": "glm5-next",
+        "hf_repos": f["hf_repos"],
+        "config": cfg,
+        "checkpoint_formats": ["fp8"],
+        "kt_methods": ["FP8"],
+        "sglang": {
+            "tool_call_parser": "glm47",
+            "reasoning_parser": "glm45",
+            "attention_backend": "nsa",
+            "trust_remote_code": True,
+            "served_model_name": pid,
+        },
+        "chat_template": "The checkpoint's own chat template.",
+        "published": {"source": "no vendor parameter count found", "active_counts": "no_embedding_no_head"},
+        "sources": f["sources"] + ["model-facts.md §9 (ktwizard research notes; copy in tests/fixtures/oracles/)"],
+        "unconfirmed": f["unconfirmed"],
+    }
+
+
+# --- end GLM-5-Next ---
+
+
+# --- Kimi K2.5 / K2.6 / K2.7 Code vision tower (issue 43, q35) -------------------------------------------------------
+def moonvit_bytes(h: int = 1152, inter: int = 4304, depth: int = 27, pos: int = 64, patch: int = 14) -> int:
+    """BF16 bytes of KimiK25ForConditionalGeneration's vision side, from sglang/srt/models/kimi_k25.py: MoonViT's
+    Conv2d patch embed 3 x patch^2 -> h (+bias, :371-400), a learnable pos x pos x h position table (:227-245),
+    `depth` encoder layers (two LayerNorms, qkv and proj with bias, MLP2 fc0/fc1 with bias, :99-135), a final
+    LayerNorm (:443), and K2VLMultiModalProjector: LayerNorm(h), 4h -> 4h, 4h -> 7168, with bias (:542-570).
+    Dims: the checkpoints' vision_config (vt_* 1152 / 4304 / 27, patch 14, init_pos_emb 64 x 64, merge 2 x 2),
+    which are also configs/kimi_k25.py's defaults."""
+    layer = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    tower = 3 * patch * patch * h + h + pos * pos * h + depth * layer + 2 * h
+    projector = 2 * h + 16 * h * h + 4 * h + 4 * h * 7168 + 7168
+    return 2 * (tower + projector)
+
+
+# --- Qwen3.5 / Qwen3.6 mid sizes (issue 43, q35) -------------------------------------------------------------------
+# Facts blocks qwen3.5-35b-a3b and qwen3.5-122b-a10b; Qwen3.6-35B-A3B has the 35B's config (slime's
+# qwen36-35B-A3B.sh sources the 3.5 script; the verbatim 3.6 config.json copy has the same text_config).
+P.update(
+    {
+        "qwen3.5-35b-a3b": (
+            "Qwen3.5-35B-A3B",
+            "qwen3.5",
+            "qwen3.5-35b-a3b",
+            {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+            ["BF16", "AMXINT4", "AMXINT8"],
+            {"total_params": 35e9, "active_params": 3e9, "source": "Qwen/Qwen3.5-35B-A3B model card: 35B, 3B active"},
+        ),
+        "qwen3.6-35b-a3b": (
+            "Qwen3.6-35B-A3B",
+            "qwen3.5",
+            "qwen3.5-35b-a3b",
+            {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+            ["BF16", "AMXINT4", "AMXINT8"],
+            {"total_params": 35e9, "active_params": 3e9, "source": "Qwen/Qwen3.6-35B-A3B model card: 35B, 3B active"},
+        ),
+        "qwen3.5-122b-a10b": (
+            "Qwen3.5-122B-A10B",
+            "qwen3.5",
+            "qwen3.5-122b-a10b",
+            {"tool_call_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+            ["BF16", "AMXINT4", "AMXINT8"],
+            {
+                "total_params": 122e9,
+                "active_params": 10e9,
+                "source": "Qwen/Qwen3.5-122B-A10B model card: 122B, 10B active",
+            },
+        ),
+    }
+)
+ACTIVE_COUNTS["qwen3.6"] = "all"
+QWEN35_IDS = {
+    "qwen3.5-35b-a3b": (["Qwen/Qwen3.5-35B-A3B"], ""),
+    "qwen3.6-35b-a3b": (["Qwen/Qwen3.6-35B-A3B"], ""),
+}
+
+
+def qwen_vit_bytes(out_hidden: int, h: int = 1152, inter: int = 4304, depth: int = 27) -> int:
+    """BF16 bytes of Qwen3.5's ViT from the model class's shapes (sglang/srt/models/qwen3_vl.py:80-330): Conv3d patch
+    embed 3x2x16x16 (+bias), 2304 position embeddings, `depth` blocks (LayerNorms, qkv, proj, fc1, fc2 with bias),
+    merger LayerNorm + 4h -> 4h -> out_hidden; no deepstack mergers (deepstack_visual_indexes is [])."""
+    block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    merger = 2 * h + 16 * h * h + 4 * h + 4 * h * out_hidden + out_hidden
+    return 2 * (3 * 2 * 16 * 16 * h + h + 2304 * h + depth * block + merger)
+
+
+# Facts block -> ViT bytes (out_hidden_size = the text width: the configs' vision_config).
+QWEN35_VISION = {
+    "qwen3.5-35b-a3b": qwen_vit_bytes(2048),
+    "qwen3.5-122b-a10b": qwen_vit_bytes(3072),
+    "qwen3.5-397b-a17b": qwen_vit_bytes(4096),
+}
+# Qwen's own block-FP8 and GPTQ-Int4 releases (repos named in public serving configs: vLLM recipes, tool-parser
+# tables, a GPTQ compatibility table; see docs/models.md).
+FP8_VARIANTS.update(
+    {
+        "qwen3.5-35b-a3b": ["Qwen/Qwen3.5-35B-A3B-FP8"],
+        "qwen3.6-35b-a3b": ["Qwen/Qwen3.6-35B-A3B-FP8"],
+        "qwen3.5-122b-a10b": ["Qwen/Qwen3.5-122B-A10B-FP8"],
+        "qwen3.5-397b-a17b": ["Qwen/Qwen3.5-397B-A17B-FP8"],
+    }
+)
+QWEN35_GPTQ_NOTE = "GPTQ experts of Qwen3.5 assumed per-expert tensors (kt-kernel's GPTQSafeTensorLoader layout)"
+QUANT_VARIANTS.update(
+    {
+        pid: [("gptq-int4", "GPTQ-Int4", [f"Qwen/{name}-GPTQ-Int4"], GPTQ, ["GPTQ_INT4"], QWEN35_GPTQ_NOTE)]
+        for pid, name in (
+            ("qwen3.5-35b-a3b", "Qwen3.5-35B-A3B"),
+            ("qwen3.5-122b-a10b", "Qwen3.5-122B-A10B"),
+            ("qwen3.5-397b-a17b", "Qwen3.5-397B-A17B"),
+        )
+    }
+)
+
+
+# --- NVFP4 DeepSeek-R1 checkpoint (issue 43, fmt) ---------------------------------------------------------------------
+# nvidia/DeepSeek-R1-0528-NVFP4-v2 (the NVFP4 checkpoint sglang's DeepSeek docs link). Its layout is NVIDIA's recipe:
+# TensorRT-Model-Optimizer examples/deepseek/ptq.py disables every "*attn*" quantizer and "*head*", re-enables wo
+# (o_proj) with --enable_wo_quant ("v2 additionally quantizes the wo module in attention layers", model card), writes
+# kv_cache_quant_algo FP8 (enable_fp8_kvcache defaults True) and excludes the MTP layer ("layers.61*");
+# quantize_to_nvfp4.py dequantizes every FP8 weight to BF16 and NVFP4-packs those with an amax: the dense MLPs, shared
+# and routed experts and o_proj; attention's q/kv projections, the router, embeddings, lm_head and the whole MTP layer
+# (its own embed_tokens / shared_head.head copies included) stay BF16. Counted this way the repository holds
+# 413,306,106,784 B of tensors (the blobcache listing: 413,340,567,567 B in 350 files, tokenizer and configs
+# included) and 393.6 B elements (the Hub's "394B params").
+R1_H, R1_I, R1_V, R1_E = 7168, 2048, 129280, 256
+
+
+def r1_mtp_bf16_bytes() -> int:
+    """The BF16 MTP layer of the NVFP4 export: a MoE decoder layer, eh_proj, three norms, embed_tokens and head."""
+    h, i, heads = R1_H, R1_I, 128
+    attn = 1536 * h + heads * 192 * 1536 + 576 * h + heads * 256 * 512 + h * heads * 128 + 1536 + 512
+    moe = (R1_E + 1) * 3 * i * h + R1_E * h  # routed + shared experts, router
+    return 2 * (attn + moe + 2 * h + h * 2 * h + 3 * h + 2 * R1_V * h) + 4 * R1_E  # + the fp32 score bias
+
+
+NVFP4_R1 = {
+    "quant_method": "modelopt",
+    "quant_algo": "NVFP4",
+    "group_size": 16,
+    "kv_cache_quant_algo": "FP8",
+    "exclude_modules": [
+        "lm_head",
+        "model.layers.*.self_attn.q_a_proj",
+        "model.layers.*.self_attn.q_b_proj",
+        "model.layers.*.self_attn.kv_a_proj_with_mqa",
+        "model.layers.*.self_attn.kv_b_proj",
+        "model.layers.61*",
+    ],
+}
+QUANT_VARIANTS["deepseek-r1"] = [("nvfp4", "NVFP4", ["nvidia/DeepSeek-R1-0528-NVFP4-v2"], NVFP4_R1, ["NVFP4"], "")]
+CONFIRMED_QUANT = {
+    "deepseek-r1-nvfp4": {
+        "sources": [
+            "NVIDIA/TensorRT-Model-Optimizer@1030a221 examples/deepseek/ptq.py (*attn* and *head* not quantized, wo "
+            "with --enable_wo_quant, kv_cache_quant_algo FP8, MTP layer excluded)",
+            "NVIDIA/TensorRT-Model-Optimizer@1ef1d72a examples/deepseek/quantize_to_nvfp4.py (FP8 dequantized to "
+            "BF16; U8 weight, F8_E4M3 weight_scale per 16, F32 weight_scale_2 and input_scale)",
+            "huggingface.co/nvidia/DeepSeek-R1-0528-FP4-v2 model card: v2 additionally quantizes wo",
+            "repository size 413,340,567,567 B in 350 files (a public blobcache benchmark of "
+            "nvidia_DeepSeek-R1-0528-NVFP4-v2); this layout counts 413,306,106,784 B of tensors",
+        ],
+        "unconfirmed": [
+            "hf_quant_config.json's text not seen: exclude_modules written as globs of the recipe's exclusions "
+            "(the export lists them per layer)"
+        ],
+        "estimated_bytes": {"mtp": r1_mtp_bf16_bytes()},
+    }
+}
 
 
 if __name__ == "__main__":

@@ -14,13 +14,17 @@ def cmd_presets(args: argparse.Namespace) -> int:
     host = None
     if args.host:
         from ktwizard.inputs import resolve_host
-        from ktwizard.planner.screening import obstacle
+        from ktwizard.models.presets import recipe_for
+        from ktwizard.planner.screening import screen
 
         host = resolve_host(args.host)
     rows: list[dict[str, Any]] = []
     for p in all_presets().values():
         s = p.spec()
-        extra = {"obstacle": obstacle(s, host)} if host is not None else {}
+        extra: dict[str, Any] = {}
+        if host is not None:
+            verdict = screen(s, host, p.sglang, recipe_for(p.id))
+            extra = {"obstacle": verdict.obstacle, "fits": verdict.fits, "badge": verdict.badge}
         rows.append(
             {
                 "id": p.id,
@@ -54,7 +58,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
             f"{r['id']:24} {r['total_params'] / 1e9:7.1f}B {r['active_params'] / 1e9:6.1f}B "
             f"{r['routed_experts']:>4}x{r['moe_layers']:<4} "
             f"{r['checkpoint_format']:34} {human(r['routed_bytes']):>11} {human(r['non_expert_bytes']):>10}  "
-            f"{','.join(r['kt_methods'])}" + (f"  ✗ {r['obstacle']}" if r.get("obstacle") else "")
+            f"{','.join(r['kt_methods'])}" + (f"  {r['badge']}" if r.get("badge") else "")
         )
     return 0
 
@@ -65,6 +69,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.add_argument(
         "--host",
         metavar="FILE|NAME",
-        help="mark the presets this host cannot serve at all (CPU method, GPU kernel, RAM too small)",
+        help="mark each preset on this host: fits (GPU experts, context) or what stops it (CPU, GPU kernel, RAM)",
     )
     pr.set_defaults(func=cmd_presets)

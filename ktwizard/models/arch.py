@@ -36,6 +36,14 @@ class Arch:
     qk_norm: bool = True
     estimated: tuple[tuple[str, int], ...] = ()  # bytes not described by the config (vision towers), named estimates
     full_attention_at: tuple[int, ...] = ()  # hybrid models: the layers with softmax attention (the rest are linear)
+    sparse_attention_at: tuple[int, ...] = ()  # MiniMax-M3: layers with the sparse-attention index branch
+    index_value_at: tuple[int, ...] = ()  # MiniMax-M3: sparse layers that also keep index values (index_v/o_proj)
+    clamped_swiglu: bool = False  # routed experts use swigluoai (swiglu_alpha / swiglu_limit)
+    hash_layers: int = 0  # DeepSeek-V4: the first layers route by token id (a tid2eid table, no score bias)
+    # ModelOpt: module globs left unquantized; every other decoder linear is stored in expert_format (None: only the
+    # routed experts are)
+    quantized_except: tuple[str, ...] | None = None
+    kv_cache_fp8: bool = False  # the checkpoint asks for an FP8 KV cache (kv_cache_quant_algo)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ DTYPE_BYTES = {
 
 @dataclass(frozen=True)
 class WeightFormat:
-    kind: str  # bf16 | fp8_block | fp8_channel | int4_group | mxfp4 | mxfp8 | nvfp4 | gptq_int4
+    kind: str  # bf16 | fp8_block | fp8_ue8m0 | fp8_channel | int4_group | mxfp4 | mxfp8 | nvfp4 | gptq_int4
     block: int = 0  # FP8 block edge (128) or INT4 / MX group size
     label: str = ""
 
@@ -35,6 +35,7 @@ class WeightFormat:
         return self.label or {
             "bf16": "BF16",
             "fp8_block": f"FP8 e4m3, {self.block}x{self.block} blocks",
+            "fp8_ue8m0": f"FP8 e4m3, {self.block}x{self.block} blocks, ue8m0 scales",
             "fp8_channel": "FP8 e4m3, per-channel",
             "int4_group": f"INT4 group {self.block} (compressed-tensors)",
             "mxfp4": "MXFP4 (e2m1 + ue8m0 per 32)",
@@ -54,6 +55,10 @@ def linear_bytes(fmt: WeightFormat, out_f: int, in_f: int) -> int:
     if fmt.kind == "fp8_block":
         b = fmt.block
         return out_f * in_f + 4 * ceil(out_f / b) * ceil(in_f / b)
+    if fmt.kind == "fp8_ue8m0":
+        # DeepSeek-V4: `.weight` F8_E4M3 and `.scale` F8_E8M0, one byte per block (models/deepseek_v4.py:1673-1675)
+        b = fmt.block
+        return out_f * in_f + ceil(out_f / b) * ceil(in_f / b)
     if fmt.kind == "fp8_channel":
         return out_f * in_f + 4 * out_f
     if fmt.kind == "int4_group":
@@ -89,11 +94,23 @@ def cpu_expert_bytes(method: str, hidden: int, inter: int, group: int = 32, nati
         # the INT4 checkpoint as-is, but k2-moe.hpp widens its bf16 group scales to fp32 in RAM
         return n // 2 + 4 * (2 * inter * (hidden // group) + hidden * (inter // group))
     if method == "NVFP4":
-        # the nibbles as stored; both scale levels folded into one bf16 per 16 (kt_kernel/utils/loader.py:1353)
-        return n // 2 + 2 * (n // 16)
+        # the nibbles as stored; the loader folds both scale levels into one bf16 per 16 (kt_kernel/utils/loader.py:
+        # 1350-1354), which AVX2MXFP4_MOE widens into its FP32 group scales (kt-kernel avx2/mxfp4-moe.hpp BufferB:
+        # n*k/2 + n*(k/group)*4 B; TP_MOE::load_weights convert_or_copy bf16 -> fp32)
+        return n // 2 + 4 * (n // 16)
     if method == "GPTQ_INT4":
         # qweight as stored; the fp16 scales widened to fp32, qzeros and g_idx not kept (loader.py:1183-1185)
         return n // 2 + 4 * (n // group)
-    if method in ("FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8"):
+    if method == "MXFP4":
+        # DeepSeek-V4's experts: the nibbles as stored, each ue8m0 scale widened to bf16 by the loader for the AMX
+        # FP4 kernel (MXFP4SafeTensorLoader._ue8m0_to_bf16, kt_kernel/utils/loader.py:1222-1252; amx.py:827-830)
+        return n // 2 + 2 * (n // 32)
+    if method == "MXFP8":
+        # MiniMax-M3's experts: the e4m3 bytes as stored, each ue8m0 scale widened to FP32 at load (amx.py:834-836
+        # hands the uint8 scales to convert_ue8m0_to_fp32): BufferB = n*k + 4*n*(k/32) B in both kt-kernel MXFP8
+        # kernels (kvcache-ai/ktransformers@03c5448d kt-kernel/operators/amx/mxfp8-moe.hpp BufferBMXFP8KGroupImpl,
+        # and its AVX2 twin's BufferB::required_size)
+        return n + 4 * (n // 32)
+    if method in ("FP8", "FP8_PERCHANNEL", "BF16"):
         return native
     return None

@@ -18,7 +18,8 @@ from typing import Any
 from urllib.parse import quote
 
 from ktwizard.errors import BadInput, KtwizardError
-from ktwizard.models.inspect import MAX_INDEX, MAX_JSON, MAX_SHARDS, Inspection, assess, shard_names
+from ktwizard.models.config import with_hf_quant_config
+from ktwizard.models.inspect import HF_QUANT, MAX_INDEX, MAX_JSON, MAX_SHARDS, Inspection, assess, shard_names
 from ktwizard.models.safetensors import MAX_HEADER, parse_header
 
 PREFIX = "hf:"
@@ -27,6 +28,12 @@ _REV = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
 TIMEOUT_S = 15.0  # one request
 DEADLINE_S = 300.0  # the whole read (a 160-shard checkpoint is ~330 small requests)
 RATE_PROBE = 8 * 2**20  # bytes of the largest shard fetched to measure the download rate
+# What the download time rests on, for the plan's weights notice (--explain prints it with the time)
+RATE_BASIS = (
+    "one HTTP stream from this machine: an 8 MiB ranged read of the largest shard from the endpoint (HF_ENDPOINT or "
+    "huggingface.co, redirects followed), timed from its first byte to its last so the request's latency is left "
+    "out; `hf download` fetches several files at once, so on a latency-bound link the download is faster than this"
+)
 
 
 class HubUnreachable(KtwizardError):
@@ -88,7 +95,15 @@ class _Session:
     def close(self) -> None:
         self.client.close()
 
-    def get(self, url: str, cap: int, what: str, byte_range: tuple[int, int] | None = None) -> bytes:
+    def get(
+        self,
+        url: str,
+        cap: int,
+        what: str,
+        byte_range: tuple[int, int] | None = None,
+        arrivals: list[tuple[float, int]] | None = None,
+    ) -> bytes:
+        """The body (or the range asked for); `arrivals` collects (monotonic time, bytes so far) per chunk."""
         import httpx
 
         headers = {"Range": f"bytes={byte_range[0]}-{byte_range[1]}"} if byte_range else {}
@@ -99,6 +114,8 @@ class _Session:
                 body = bytearray()
                 for chunk in resp.iter_raw():
                     body += chunk
+                    if arrivals is not None:
+                        arrivals.append((time.monotonic(), len(body)))
                     if len(body) > cap:
                         if byte_range:  # a server that ignores Range sends the whole file: keep what was asked
                             break
@@ -174,6 +191,10 @@ def read_remote(text: str, measure_rate: bool = True) -> RemoteCheckpoint:
         sizes = _sizes(info, ref)
         cfg = _json(s.get(s.file_url(commit, "config.json"), MAX_JSON, "config.json"), "config.json", ref)
         where = f"{ref.text} config.json"
+        if HF_QUANT in sizes:  # ModelOpt's quantization section, read as sglang reads it (model_config.py:810-866)
+            cfg = with_hf_quant_config(
+                cfg, _json(s.get(s.file_url(commit, HF_QUANT), MAX_JSON, HF_QUANT), HF_QUANT, ref)
+            )
         if "model.safetensors.index.json" in sizes:
             raw = s.get(s.file_url(commit, "model.safetensors.index.json"), MAX_INDEX, "the safetensors index")
             names = shard_names(_json(raw, "the safetensors index", ref), f"{ref.text} model.safetensors.index.json")
@@ -213,27 +234,19 @@ def read_remote(text: str, measure_rate: bool = True) -> RemoteCheckpoint:
 
 
 def _measure(s: _Session, url: str) -> float | None:
-    """Bytes per second of one ranged read of RATE_PROBE bytes: what a download from this endpoint gets here."""
-    t0 = time.monotonic()
+    """Bytes per second of one stream (RATE_BASIS): the bytes after the first chunk over the time they took, so the
+    request's round trips and redirects (a few hundred ms, longer than 8 MiB takes on a fast link) do not count."""
+    arrivals: list[tuple[float, int]] = []
     try:
-        got = len(s.get(url, RATE_PROBE, "a rate probe", (0, RATE_PROBE - 1)))
+        s.get(url, RATE_PROBE, "a rate probe", (0, RATE_PROBE - 1), arrivals)
     except KtwizardError:
         return None
-    took = time.monotonic() - t0
-    return got / took if got >= 1 << 20 and took > 0 else None
+    return rate_of(arrivals)
 
 
-def download_note(remote: RemoteCheckpoint, free_bytes: int | None) -> str:
-    """Disk needed and the time to download at the measured rate, as one line for the plan's notices."""
-    from ktwizard.units import human
-
-    size = remote.download_bytes
-    parts = [f"downloading needs {human(size)} of disk"]
-    if free_bytes is not None:
-        parts.append(f"{human(free_bytes)} free" + (" (not enough)" if free_bytes < size else ""))
-    if remote.rate_bytes_s:
-        hours = size / remote.rate_bytes_s / 3600
-        parts.append(f"about {hours:.1f} h at the {human(int(remote.rate_bytes_s))}/s measured from this machine")
-    else:
-        parts.append("the download rate could not be measured (a shard under 1 MiB)")
-    return f"{remote.inspection.spec.source}: " + "; ".join(parts)
+def rate_of(arrivals: list[tuple[float, int]]) -> float | None:
+    """Throughput from (time, bytes so far) per chunk; None with under 1 MiB after the first chunk to time."""
+    if len(arrivals) < 2:
+        return None
+    (t0, b0), (t1, b1) = arrivals[0], arrivals[-1]
+    return (b1 - b0) / (t1 - t0) if b1 - b0 >= 1 << 20 and t1 > t0 else None

@@ -14,11 +14,13 @@ from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.models.build import build_spec
-from ktwizard.models.config import parse_config
+from ktwizard.models.config import parse_config, with_hf_quant_config
 from ktwizard.models.inventory import tensors
 from ktwizard.models.safetensors import Header, HeaderTensor, read_header
 from ktwizard.models.spec import ModelSpec
 
+_LAYER_INDEX = re.compile(r"(?:^|\.)layers\.(\d+)\.")
+HF_QUANT = "hf_quant_config.json"  # ModelOpt's standalone quantization config
 MAX_JSON = 8 * 2**20  # config.json, generation_config.json: a few KiB; an index: a few MiB for the largest models
 MAX_INDEX = 64 * 2**20
 MAX_SHARDS = 10_000
@@ -106,6 +108,12 @@ def _key(name: str) -> str:
     return _PREFIX.sub("", name)
 
 
+def _layer_index(key: str) -> int:
+    """The decoder layer a tensor belongs to; -1 outside the layers."""
+    m = _LAYER_INDEX.search(key)
+    return int(m.group(1)) if m else -1
+
+
 def _evidence(folder: Path, cfg: dict) -> tuple[str, ...]:
     """Names that say which model this is: the folder, the Hugging Face cache repo folder, _name_or_path."""
     out = [folder.resolve().name]
@@ -130,6 +138,8 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
     if not cfg_path.exists():
         raise BadInput(f"{cfg_path}: missing; a Hugging Face checkpoint folder needs its config.json")
     cfg = read_json(cfg_path)
+    if (folder / HF_QUANT).is_file():  # ModelOpt's quantization section, read as sglang reads it
+        cfg = with_hf_quant_config(cfg, read_json(folder / HF_QUANT))
     parse_config(cfg, str(cfg_path))  # a bad config is reported before any shard is opened
     headers = [read_header(p) for p in _files(folder)]
     return assess(
@@ -159,8 +169,12 @@ def assess(
             f"{len(short)} file(s) hold headers without their full data (header-only fixture or incomplete "
             f"download), first {short[0]}"
         )
+    # The main model's experts only: an MTP layer (index >= num_hidden_layers) may be stored apart, as NVIDIA's NVFP4
+    # DeepSeek exports keep it BF16; SGLang loads it only for speculation.
     expert_dtypes = {
-        t.dtype for k, t in found.items() if ".experts." in k and k.endswith((".weight", ".weight_packed"))
+        t.dtype
+        for k, t in found.items()
+        if ".experts." in k and k.endswith((".weight", ".weight_packed")) and _layer_index(k) < arch.layers
     }
     if len(expert_dtypes) > 1:
         raise BadInput(
@@ -172,7 +186,11 @@ def assess(
     missing_experts: list[str] = []
     wrong: list[str] = []
     for want in tensors(arch):
-        names = [want.name] if want.count == 1 else [want.name.replace(".0.", f".{j}.", 1) for j in range(want.count)]
+        # expert 0 stands for all of them: expand its index, not the first ".0." (layer 0's in layers.0.*.experts.0)
+        one = want.name
+        names = (
+            [one] if want.count == 1 else [one.replace(".experts.0.", f".experts.{j}.", 1) for j in range(want.count)]
+        )
         for name in names:
             got = found.get(_key(name))
             if got is None:

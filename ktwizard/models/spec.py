@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import ceil
 
+from ktwizard.models import dsv4_kv
 from ktwizard.models.formats import WeightFormat
 
 GROUPS = (
@@ -36,7 +38,9 @@ NON_EXPERT_GROUPS = (
 
 @dataclass(frozen=True)
 class Attention:
-    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear
+    kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | hybrid_dsa (GLM-5-Next: KDA + DSA layers) |
+    # gqa_msa (MiniMax-M3: GQA + block-sparse attention with index keys) |
+    # dsv4 (DeepSeek-V4: compressed MQA + sliding window + indexer)
     heads: int
     kv_heads: int
     head_dim: int = 0
@@ -54,6 +58,24 @@ class Attention:
     linear_value_heads: int = 0
     linear_value_head_dim: int = 0
     linear_conv_kernel: int = 0
+    # MiniMax sparse attention (gqa_msa): layers with an index branch, those of them that keep index values too, and
+    # the tokens a sparse layer attends to (sparse_topk_blocks x sparse_block_size)
+    index_layers: int = 0
+    index_value_layers: int = 0
+    sparse_topk_tokens: int = 0
+    # DeepSeek-V4 (models/deepseek_v4.py): per-layer compression 0 / 4 / 128 as config.json lists it (MTP entries
+    # last: the runtime's pool calculator counts them all), the grouped low-rank output, the indexer's top-k and the
+    # hyper-connections' copies of the residual stream
+    compress_ratios: tuple[int, ...] = ()
+    o_lora_rank: int = 0
+    o_groups: int = 0
+    index_topk: int = 0
+    hc_mult: int = 0
+
+    @property
+    def mla(self) -> bool:
+        """Latent (MLA) attention in every layer holding KV: DeepSeek-style models, and GLM-5-Next's DSA layers."""
+        return self.kind.startswith("mla") or self.kind == "hybrid_dsa"
 
 
 @dataclass(frozen=True)
@@ -97,6 +119,10 @@ class ModelSpec:
     revision: str = field(default="", compare=False)
     download_bytes: int = field(default=0, compare=False)
     download_rate: float = field(default=0.0, compare=False)  # bytes/s measured from this machine; 0 = not measured
+    # Routed experts use a clamped SwiGLU (MiniMax-M3's swigluoai: swiglu_alpha / swiglu_limit), which kt-kernel
+    # applies only under some methods (runtime/rules.loader_problem)
+    clamped_swiglu: bool = False
+    kv_cache_fp8: bool = False  # the checkpoint's quantization config asks for an FP8 KV cache (ModelOpt)
 
     @property
     def moe_layer_count(self) -> int:
@@ -134,13 +160,55 @@ class ModelSpec:
         """SGLang's cell_size: KV bytes per token over all layers on one TP rank."""
         a = self.attention
         layers = a.full_attention_layers or self.layers
+        if a.kind == "dsv4":  # the pool's own per-token accounting at the runtime's default SWA share (dsv4_kv.py)
+            return ceil(dsv4_kv.bytes_per_full_token(dsv4_kv.layout(a), dsv4_kv.DEFAULT_SWA_RATIO))
+        if a.kind == "hybrid_dsa":
+            # GLM-5-Next's DSA layers (model_runner_kv_cache_mixin.py:94-159; trtllm keeps the latent at kv_lora +
+            # rope, :362-370): FP8 = raw latent + an fp32 descale per 128 + FP8 indexer keys with an fp32 scale per
+            # 128; BF16 (SM86) = latent and indexer keys both BF16. Not split by TP (MLA is replicated).
+            if dtype_bytes == 1:
+                latent = a.kv_lora_rank + a.qk_rope_head_dim + a.kv_lora_rank // 128 * 4
+                return (latent + a.index_head_dim + a.index_head_dim // 128 * 4) * layers
+            return ((a.kv_lora_rank + a.qk_rope_head_dim) * 2 + a.index_head_dim * 2) * layers
         if a.kind.startswith("mla"):
             cell = (a.kv_lora_rank + a.qk_rope_head_dim) * layers * dtype_bytes
             if a.kind == "mla_nsa":  # fp8 index keys + an fp32 scale per 128 (already fp8 whatever the KV dtype)
                 cell += (a.index_head_dim + a.index_head_dim // 128 * 4) * layers
             return cell
         kv_per_rank = max(1, a.kv_heads // tp)
-        return 2 * kv_per_rank * a.head_dim * layers * dtype_bytes
+        cell = 2 * kv_per_rank * a.head_dim * layers * dtype_bytes
+        if a.kind == "gqa_msa":
+            cell += self.index_cell_bytes()
+        return cell
+
+    def index_cell_bytes(self) -> int:
+        """MiniMax sparse attention's index cache per token: one index key per sparse layer (and a value where the
+        layer keeps one), a single head of sparse_index_dim in the model dtype (bf16) whatever the KV dtype and TP
+        (MiniMaxSparseKVPool: mem_cache/memory_pool.py:2189, :2227-2255; index_dtype=self.dtype and head_num=1 at
+        model_executor/model_runner_kv_cache_mixin.py:934-947)."""
+        a = self.attention
+        return (a.index_layers + a.index_value_layers) * a.index_head_dim * 2
+
+    def kv_read_bytes(self, context: int, tp: int = 1) -> float:
+        """KV bytes decode attention reads per stream and decoded token at this context: every cached token, except
+        DeepSeek-V4, which reads its window, the top-k of its 4x-compressed entries with their indexer keys, and every
+        128x-compressed entry (dsv4_kv.read_per_token)."""
+        if self.attention.kind == "dsv4":
+            return dsv4_kv.read_per_token(dsv4_kv.layout(self.attention), self.attention, context)
+        if self.attention.kind == "hybrid_dsa":  # GLM-5-Next: each step also reads and writes the stream's KDA state
+            return context * self.kv_cell_bytes(tp) + 2 * self.per_request_state_bytes(tp)
+        if self.attention.kind == "gqa_msa":
+            return self._msa_read_bytes(context, tp)
+        return context * self.kv_cell_bytes(tp)
+
+    def _msa_read_bytes(self, context: int, tp: int) -> float:
+        """MiniMax sparse attention: the dense layers read all their K/V, a sparse layer only the top-k blocks its
+        index picks (sparse_topk_blocks x sparse_block_size tokens, layers/attention/minimax_sparse_backend.py:28-70),
+        and every sparse layer scores all its index keys."""
+        a, index = self.attention, self.index_cell_bytes()
+        per_layer = (self.kv_cell_bytes(tp) - index) / self.layers
+        dense = self.layers - a.index_layers
+        return per_layer * (dense * context + a.index_layers * min(context, a.sparse_topk_tokens)) + index * context
 
     def per_request_state_bytes(self, tp: int = 1) -> int:
         """Fixed state a running request keeps whatever its length (linear-attention / sliding windows)."""
@@ -151,6 +219,12 @@ class ModelSpec:
             conv = (2 * kh * kd + vh * vd) * (a.linear_conv_kernel - 1) * 2
             ssm = vh * kd * vd * 4
             return (conv + ssm) * linear_layers // tp
+        if a.kind == "hybrid_dsa":  # KDA state, KimiLinearStateShape (mamba_utils.py:197-232): q/k/v conv + SSM
+            linear_layers = self.layers - a.full_attention_layers
+            width = a.linear_value_heads * a.linear_value_head_dim // tp
+            conv = 3 * width * (a.linear_conv_kernel - 1) * 2
+            ssm = a.linear_value_heads // tp * a.linear_value_head_dim * a.linear_value_head_dim * 4
+            return (conv + ssm) * linear_layers
         if a.kind == "gqa_swa":
             swa_layers = self.layers - a.full_attention_layers
             return 2 * max(1, a.kv_heads // tp) * a.head_dim * swa_layers * 2 * a.sliding_window

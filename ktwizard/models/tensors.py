@@ -43,6 +43,12 @@ def linear(name: str, out_f: int, in_f: int, fmt: WeightFormat, bias: bool = Fal
     elif fmt.kind == "fp8_block":
         yield Tensor(f"{name}.weight", (out_f, in_f), "F8_E4M3", out_f * in_f)
         yield Tensor(f"{name}.weight_scale_inv", (ceil(out_f / fmt.block), ceil(in_f / fmt.block)), "F32", 0)
+    elif fmt.kind == "fp8_ue8m0":  # DeepSeek-V4's native names: one ue8m0 byte per 128 x 128 block under `.scale`
+        yield Tensor(f"{name}.weight", (out_f, in_f), "F8_E4M3", out_f * in_f)
+        yield Tensor(f"{name}.scale", (ceil(out_f / fmt.block), ceil(in_f / fmt.block)), "F8_E8M0", 0)
+    elif fmt.kind == "mxfp4":  # DeepSeek-V4's routed experts: nibble-packed e2m1, ue8m0 per 32 (loader.py:1199-1206)
+        yield Tensor(f"{name}.weight", (out_f, in_f // 2), "I8", out_f * in_f)
+        yield Tensor(f"{name}.scale", (out_f, in_f // 32), "F8_E8M0", 0)
     elif fmt.kind == "fp8_channel":
         yield Tensor(f"{name}.weight", (out_f, in_f), "F8_E4M3", out_f * in_f)
         yield Tensor(f"{name}.weight_scale", (out_f, 1), "F32", 0)
@@ -51,8 +57,10 @@ def linear(name: str, out_f: int, in_f: int, fmt: WeightFormat, bias: bool = Fal
         yield Tensor(f"{name}.weight_scale", (out_f, in_f // fmt.block), "BF16", 0)
         yield Tensor(f"{name}.weight_shape", (2,), "I32", 0)
     elif fmt.kind == "mxfp8":
+        # the runtime's MXFP8 linear registers its UE8M0 scales as weight_scale_inv (layers/quantization/fp8.py:
+        # 412-431) and kt-kernel's MXFP8 loader reads that name (kt_kernel/utils/loader.py:1405-1470)
         yield Tensor(f"{name}.weight", (out_f, in_f), "F8_E4M3", out_f * in_f)
-        yield Tensor(f"{name}.weight_scale", (out_f, in_f // 32), "U8", 0)
+        yield Tensor(f"{name}.weight_scale_inv", (out_f, in_f // 32), "U8", 0)
     elif fmt.kind == "nvfp4":
         yield Tensor(f"{name}.weight", (out_f, in_f // 2), "U8", out_f * in_f)
         yield Tensor(f"{name}.weight_scale", (out_f, in_f // 16), "F8_E4M3", 0)

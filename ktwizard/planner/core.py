@@ -17,11 +17,11 @@ from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
 from ktwizard.planner.memory import host_budget
 from ktwizard.planner.memory.sizing import Sizing
-from ktwizard.planner.methods import LAYERWISE, MethodChoice, choose_method, layerwise_supported
+from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
-from ktwizard.runtime import kernels, rules
+from ktwizard.runtime import glm5_next, kernels, rules
 from ktwizard.runtime.catalog import check_flags
 from ktwizard.units import human
 
@@ -60,19 +60,19 @@ def _validate(goals: Goals, spec: ModelSpec) -> None:
 def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[tuple[GPU, ...], Notice | None]:
     """The GPUs the plan uses, and why fewer than offered when the checkpoint cannot be split over all of them."""
     chosen = _offered_gpus(host, goals, spec)
-    problem = rules.fp8_block_shard_problem(spec, len(chosen))
+    problem = rules.shard_problem(spec, len(chosen))
     if problem is None:
         return chosen, None
-    valid = rules.fp8_block_tps(spec, len(chosen))
+    valid = rules.loadable_tps(spec, len(chosen))
+    instead = rules.shard_instead(spec)
     if goals.gpus is not None or not valid:
         near = ", ".join(str(t) for t in valid) or "none"
-        raise BadInput(f"--gpus: {problem}. GPU counts this checkpoint can use: {near} (or a BF16 checkpoint)")
+        raise BadInput(f"--gpus: {problem}. GPU counts this checkpoint can use: {near} (or {instead})")
     tp = valid[-1]
     return chosen[:tp], Notice(
         "warn",
         f"Planned on {tp} of {len(chosen)} GPUs: {problem}",
-        f"GPUs {', '.join(str(g.index) for g in chosen[tp:])} stay idle; a BF16 checkpoint of this model splits "
-        "over all of them",
+        f"GPUs {', '.join(str(g.index) for g in chosen[tp:])} stay idle; {instead} splits over all of them",
     )
 
 
@@ -111,7 +111,7 @@ def _layerwise(spec: ModelSpec, choice: MethodChoice, goals: Goals) -> tuple[boo
     ok, reason = layerwise_supported(spec, choice.method)
     if goals.layerwise_prefill and not ok:
         raise BadInput(f"--layerwise-prefill: {reason}")
-    if goals.layerwise_prefill is None and not ok and choice.method in LAYERWISE:
+    if goals.layerwise_prefill is None and not ok and (choice.method in LAYERWISE or choice.method in LAYERWISE_GAPS):
         return False, Notice("info", f"Layerwise prefill is off: {reason}", "long prompts prefill on the CPU")
     return ok if goals.layerwise_prefill is None else goals.layerwise_prefill, None
 
@@ -192,17 +192,30 @@ def plan(
     ]
     if problem := rules.loader_problem(spec, choice.method):
         overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
+    if problem := rules.startup_problem(spec):
+        overflows.insert(0, problem)  # the runtime stops before loading anything
     if problem := kernels.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
         overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
+    if problem := glm5_next.method_problem(spec, choice.method):
+        overflows.insert(0, problem)  # GLM-5-Next: native FP8 checkpoint and --kt-method FP8 only
+    if problem := glm5_next.kv_problem(spec, tuple(g.compute_capability for g in gpus), goals.kv_dtype or "auto"):
+        overflows.insert(0, problem)
+    if problem := glm5_next.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
+        overflows.insert(0, problem)  # GLM-5-Next: SM86, SM89 and Blackwell only
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
-    host_budgets = host_budget.host_budgets(host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise)
+    host_budgets = host_budget.host_budgets(
+        host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise, gpu_experts
+    )
     for hb in host_budgets:
         if not hb.fits:
             where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
             # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
             loading = hb.item("loader peak (one layer)")
-            when = " only while loading (kt-kernel holds one layer as read on top of the loaded ones)"
+            when = (
+                " only while loading (the OOM killer would end the server mid-load: kt-kernel holds one layer's "
+                "loader tensors and staging on top of the loaded layers)"
+            )
             overflows.append(
                 f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
                 f"needed of {human(hb.capacity)} usable"
@@ -232,7 +245,7 @@ def plan(
         max_total_tokens=sizing.pool.max_total_tokens,
         mem_fraction_static=mfs,
         flags=flags,
-        env=build_env(gpus, threads, choice, goals.record_routing),
+        env=build_env(gpus, threads, choice, goals.record_routing, spec),
         gpu_budgets=budgets,
         host_budgets=host_budgets,
         fits=fits and not overflows,
@@ -315,7 +328,7 @@ def _notes(
                 "plan on the machine itself (ktwizard probe --save) for the total NVML reports",
             )
         )
-    if not sizing.backend_known and sizing.spec.attention.kind.startswith("mla"):
+    if not sizing.backend_known and sizing.spec.attention.mla:
         notes.append(
             Notice(
                 "info",

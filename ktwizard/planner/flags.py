@@ -5,16 +5,18 @@ from __future__ import annotations
 import re
 
 from ktwizard.host.profile import GPU
+from ktwizard.models import dsv4_kv
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner.memory import items as M
+from ktwizard.planner.memory import linear_state
 from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
 from ktwizard.planner.methods import MethodChoice
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
+from ktwizard.runtime import glm5_next, rules
 from ktwizard.runtime import release as runtime_env
-from ktwizard.runtime import rules
 
 SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 SERVED_BAD = re.compile(r"[^A-Za-z0-9._:/@+-]+")
@@ -102,7 +104,8 @@ def build_flags(
             Flag(
                 "--max-mamba-cache-size",
                 sizing.state_pool.slots,
-                "linear-attention state slots: 3 per running request, so the KV pool keeps the rest of its budget",
+                f"linear-attention state slots: {linear_state.slots_per_request(spec)} per running request, so the KV "
+                "pool keeps the rest of its budget",
             )
         )
     f += [
@@ -224,6 +227,10 @@ def build_flags(
         # runtime's DSA branch would set is rendered, so the plan says what runs
         major = min(g.cc_major for g in gpus)
         prefill, decode = rules.nsa_kernels(sizing.dsa_kv, major)
+        kernel_src = "server_args.py:1752-1777"
+        if glm5_next.applies(spec):  # GLM's KPool4 needs the model-local trtllm dispatcher for both
+            prefill = decode = glm5_next.NSA_BACKEND
+            kernel_src = "server_args.py:1692-1706: GLM-5-Next's KPool4 dispatcher, the only one it accepts"
         f += [
             Flag(
                 "--attention-backend",
@@ -231,8 +238,8 @@ def build_flags(
                 "DeepSeek sparse attention: only the nsa backend takes the indexer's top-k; sglang-kt 0.7.2 picks it "
                 "by itself for DeepseekV3ForCausalLM but not for this checkpoint's architecture (server_args.py:1855)",
             ),
-            Flag("--nsa-prefill-backend", prefill, "the NSA prefill kernel 0.7.2 uses here (server_args.py:1752-1777)"),
-            Flag("--nsa-decode-backend", decode, "the NSA decode kernel 0.7.2 uses here (server_args.py:1752-1777)"),
+            Flag("--nsa-prefill-backend", prefill, f"the NSA prefill kernel 0.7.2 uses here ({kernel_src})"),
+            Flag("--nsa-decode-backend", decode, f"the NSA decode kernel 0.7.2 uses here ({kernel_src})"),
             Flag("--kv-cache-dtype", sizing.dsa_kv.dtype, sizing.dsa_kv.why + "; the KV pool is budgeted in it"),
             Flag(
                 "--page-size",
@@ -240,7 +247,39 @@ def build_flags(
                 "DeepSeek sparse attention runs with 64-token pages (server_args.py:1925-1927, memory_pool.py:1785)",
             ),
         ]
-    elif hints.attention_backend:
+    if glm5_next.applies(spec):
+        f += [
+            Flag(
+                "--moe-runner-backend",
+                glm5_next.MOE_RUNNER,
+                "GLM-5-Next accepts only the triton MoE runner (server_args.py:1586-1594: the others do not carry its "
+                "swiglu_limit)",
+            ),
+            Flag(
+                "--disable-radix-cache",
+                True,
+                "GLM-5-Next's KPool tails are per request: the runtime turns the prefix cache off itself "
+                "(server_args.py:1664-1667)",
+            ),
+        ]
+        # server_args.py:1597-1601 refuses mixed chunks for this model; the rest of the list is never rendered
+        f = [fl for fl in f if fl.name not in glm5_next.REFUSED_FLAGS]
+    elif rules.is_dsv4(spec):
+        f += [
+            Flag(
+                "--attention-backend",
+                rules.DSV4_BACKEND,
+                "DeepSeek-V4's compressed attention: sglang-kt 0.7.2 forces it (server_args.py:1802-1806)",
+            ),
+            Flag("--page-size", dsv4_kv.PAGE_SIZE, "the sliding-window pool's page (server_args.py:1805, mixin :746)"),
+            Flag(
+                "--kv-cache-dtype",
+                rules.DSV4_KV_DTYPE,
+                "the only KV dtype 0.7.2 accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted"
+                + ("; --kv-dtype bf16 cannot be honoured for this model" if goals.kv_dtype == "bf16" else ""),
+            ),
+        ]
+    elif sizing.dsa_kv is None and hints.attention_backend:
         f.append(
             Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family")
         )
@@ -255,10 +294,33 @@ def build_flags(
                 "(mxfp4.py:704-725), as the budget counts them",
             )
         )
+    if quant := rules.m3_quantization(spec):
+        f.append(
+            Flag(
+                "--quantization",
+                quant,
+                "the checkpoint's own method, named: without it sglang-kt 0.7.2 fails MiniMax-M3 at start-up on an "
+                "attribute it never defines (server_args.py:2433-2443); KT's MiniMax-M3 tutorial passes it",
+            )
+        )
+    if quant == "mxfp8":
+        # MXFP8 MoE runners of 0.7.2 (server_args.py:2918-2964): below SM100 the weights become block FP8 at load and
+        # triton runs them (KT's MiniMax-M3 tutorial passes it); from SM100 `auto` turns into flashinfer_trtllm,
+        # whose assert refuses mxfp8 (:2976-2983), and any runner outside its list is overridden to cutlass
+        hopper = min(g.cc_major for g in gpus) < 10
+        f.append(
+            Flag(
+                "--moe-runner-backend",
+                "triton" if hopper else "cutlass",
+                "MiniMax-M3's GPU experts: triton for the block-FP8 conversion below SM100, as KT's MiniMax-M3 tutorial"
+                " runs it (server_args.py:2936-2951)"
+                if hopper
+                else "MiniMax-M3's GPU experts on Blackwell: the MXFP8 runner 0.7.2 keeps (server_args.py:2952-2964); "
+                "`auto` would pick flashinfer_trtllm, which refuses mxfp8 at start-up (:2976-2983)",
+            )
+        )
     if _blackwell(gpus) and (
-        spec.expert_format.kind.startswith("fp8")
-        or spec.other_format.kind.startswith("fp8")
-        or spec.attention.kind.startswith("mla")
+        spec.expert_format.kind.startswith("fp8") or spec.other_format.kind.startswith("fp8") or spec.attention.mla
     ):
         f.append(
             Flag(
@@ -278,7 +340,9 @@ def build_flags(
                 f"holds them leaves the full-attention pool {sizing.tokens} tokens",
             )
         )
-    if goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None:
+    if sizing.checkpoint_kv:
+        f.append(Flag("--kv-cache-dtype", *sizing.checkpoint_kv))
+    elif goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None and not rules.is_dsv4(spec):
         f.append(Flag("--kv-cache-dtype", "fp8_e4m3", "FP8 KV cache: half the bytes per token"))
     if hints.reasoning_parser:
         f.append(Flag("--reasoning-parser", hints.reasoning_parser, "separates the model's reasoning from its answer"))
@@ -350,7 +414,11 @@ def _recipe_notes(recipe: Recipe | None, flags: list[Flag], sizing: Sizing) -> l
 
 
 def build_env(
-    gpus: tuple[GPU, ...], threads: ThreadPlan, choice: MethodChoice, record_routing: str | None = None
+    gpus: tuple[GPU, ...],
+    threads: ThreadPlan,
+    choice: MethodChoice,
+    record_routing: str | None = None,
+    spec: ModelSpec | None = None,
 ) -> tuple[EnvVar, ...]:
     env = [
         EnvVar("HF_HUB_OFFLINE", "1", "never reach the Hub at start-up: the weights are local"),
@@ -390,4 +458,6 @@ def build_env(
     )
     if record_routing:
         env.append(EnvVar(runtime_env.RECORDER_DIR, record_routing, "where the recorder writes dumps"))
+    if spec is not None and rules.is_dsv4(spec):
+        env += [EnvVar(name, value, why) for name, value, why in rules.DSV4_ENV]
     return tuple(env)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ktwizard.errors import BadInput
 from ktwizard.host.isa import kt_variant
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime import glm5_next
 
 NATIVE = {
     "int4_group": "RAWINT4",
@@ -24,6 +25,24 @@ NATIVE = {
 CONVERTED = ("AMXINT4", "AMXINT8")
 METHODS = (*NATIVE.values(), *CONVERTED)  # every method ktwizard can size, in the order the wizard lists them
 LAYERWISE = ("RAWINT4", "FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8")  # write_weight_scale_to_buffer exists
+# Native methods whose CPU class has write_weight_scale_to_buffer_task (AVX2GPTQInt4_MOE, AVX2MXFP4_MOE in kt-kernel
+# 0.7.2's builds) but for which sglang-kt 0.7.2 cannot build the full-GPU layer: the layer is a copy of the checkpoint's
+# GPU MoE layer, and SharedFullContext knows only the INT4 compressed-tensors, block/per-channel FP8, BF16, MXFP4 and
+# MXFP8 layouts (layers/moe/kt_ep_wrapper.py:817-894, 2721-2752). The first prompt over the threshold would fail.
+LAYERWISE_GAPS = {
+    "GPTQ_INT4": (
+        "sglang-kt 0.7.2 cannot build the full-GPU layer for GPTQ: the GPTQ-Marlin layer (w13_qweight/w13_scales, "
+        "layers/quantization/gptq.py:1040-1150) matches none of the layouts the layerwise path knows and falls to the "
+        "compressed-tensors INT4 names it lacks (layers/moe/kt_ep_wrapper.py:817-894, 1026-1031, 1163), so the first "
+        "prompt over the threshold would fail"
+    ),
+    "NVFP4": (
+        "sglang-kt 0.7.2 cannot build the full-GPU layer for NVFP4: the ModelOpt FP4 layer (uint8 w13_weight, e4m3 "
+        "w13_weight_scale; layers/quantization/modelopt_quant.py:1385-1445) is taken for FP8 per-channel "
+        "(layers/moe/kt_ep_wrapper.py:862-869) and its swizzled block scales and per-tensor scales, which the FP4 "
+        "kernel reads, are never refilled (:2357-2440)"
+    ),
+}
 AVX512_BF16_UP = ("amx", "avx512_bf16")
 AVX512_BELOW_BF16 = ("avx512_vbmi", "avx512_vnni", "avx512_base")  # AVX-512 builds that lack avx512_bf16
 AVX2_SLOWER = (
@@ -63,6 +82,18 @@ def support(method: str, variant: str | None) -> Support:
             + (f"; {AVX2_SLOWER}" if variant != "avx2" else ""),
             None if variant == "avx2" else "avx2",
         )
+    if method == "MXFP8":
+        # e4m3 bytes + a ue8m0 scale per 32 (MiniMaxAI/MiniMax-M3-MXFP8: kt_kernel/cli/utils/model_registry.py:174-194).
+        # kt-kernel picks the kernel when the layer loads (kt_kernel/utils/amx.py:245-280): AMXMXFP8_KGroup_MOE iff
+        # the CPU has amx_tile + amx_bf16, else AVX2MXFP8_MOE, which every build from avx2 to amx contains (the
+        # avx512_* builds would SIGILL in the AMX kernel, so it is not chosen there). No build needs forcing.
+        if variant == "amx":
+            return Support(True, "MXFP8 runs on kt-kernel's AMX MXFP8 kernel (AMXMXFP8_KGroup_MOE)")
+        return Support(
+            True,
+            "MXFP8 runs on kt-kernel's AVX2 MXFP8 kernel (AVX2MXFP8_MOE): its AMX kernel needs AMX tiles and "
+            "there is no AVX-512 one" + (f"; {AVX2_SLOWER}" if variant != "avx2" else ""),
+        )
     if method == "GPTQ_INT4":
         # AVX2GPTQInt4_MOE is in every build; AVX-VNNI-256 kernels are picked on CPUs with avx_vnni (amx.py:162-167)
         return Support(True)
@@ -99,8 +130,12 @@ def runnable(method: str, variant: str | None) -> tuple[bool, str]:
 
 def layerwise_supported(spec: ModelSpec, method: str) -> tuple[bool, str]:
     """Can the runtime build the full-GPU layer for long prefills with this method and model?"""
+    if method in LAYERWISE_GAPS:
+        return False, LAYERWISE_GAPS[method]
     if method not in LAYERWISE:
         return False, f"{method} has no layerwise prefill path (native methods only)"
+    if spec.attention.kind == "hybrid_dsa":  # GLM-5-Next (runtime/glm5_next.py)
+        return False, glm5_next.layerwise_reason()
     if spec.architecture == "GptOssForCausalLM":
         # srt/layers/quantization/mxfp4.py:702 deletes w13_weight on the triton_kernels MoE path, and
         # kt_ep_wrapper.py:5737-5745 then finds no weights for a full-GPU layer: it is never allocated.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 
 from ktwizard.host.profile import Disk
+from ktwizard.models.hub import RATE_BASIS
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.units import human
@@ -32,6 +33,11 @@ def download(spec: ModelSpec, folder: str, disk: Disk | None) -> Notice | None:
         )
     where = f", {human(free)} free at {disk.path}" if free is not None and disk is not None else ""
     if spec.download_rate:  # measured against the Hub from this machine by --model hf:
-        where += f", about {size / spec.download_rate / 3600:.1f} h at the {human(int(spec.download_rate))}/s measured"
+        where += (
+            f", about {size / spec.download_rate / 3600:.1f} h at the {human(int(spec.download_rate))}/s measured "
+            f"({RATE_BASIS})"
+        )
+    elif spec.revision:  # read from the Hub, but the probe was too short or refused
+        where += ", download time unknown: the rate could not be measured (a shard under 1 MiB, or the probe failed)"
     text = f"Weights, if not downloaded yet: {command} (about {human(size)}{where})"
     return Notice("info", text, others.lstrip("; "))

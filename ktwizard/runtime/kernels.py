@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.rules import DSV4_MIN_CC
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,17 @@ class GpuKernel:
 GPU_KERNELS = {
     "fp8_block": GpuKernel("fp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165 (Marlin fallback below SM89)"),
     "fp8_channel": GpuKernel("fp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165"),
+    "fp8_ue8m0": GpuKernel("fp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165 (DeepSeek-V4's block FP8)"),
     "int4_group": GpuKernel("compressed_tensors", 70, "sglang/srt/layers/quantization/compressed_tensors/"),
     "mxfp4": GpuKernel("mxfp4", 80, "sglang/srt/layers/quantization/mxfp4.py:242-243"),
     # below SM100 the weights are converted to 128x128 block FP8 at load (sglang/srt/utils/common.py:3606-3616)
     "mxfp8": GpuKernel("mxfp8", 80, "sglang/srt/layers/quantization/fp8.py:162-165, utils/common.py:3606-3616"),
     "nvfp4": GpuKernel("modelopt_fp4", 100, "sglang/srt/layers/quantization/modelopt_quant.py:951-953"),
-    "gptq_int4": GpuKernel("gptq", 60, "sglang/srt/layers/quantization/gptq.py:197-204 (gptq_marlin: 80, :346)"),
+    # A MoE model needs gptq_marlin (SM80, gptq.py:346-347; marlin_utils.py:89 offers no type below 80): below it the
+    # checkpoint stays plain gptq (SM60), whose get_quant_method raises for every MoE layer (gptq.py:246-247).
+    "gptq_int4": GpuKernel(
+        "gptq_marlin", 80, "sglang/srt/layers/quantization/gptq.py:246-247, 346-347; marlin_utils.py:89"
+    ),
 }
 
 # What to download instead when the GPU is too old for a format (same model, another checkpoint).
@@ -40,6 +46,7 @@ INSTEAD = {
     "mxfp4": "the BF16 checkpoint, or an Ampere-or-newer GPU",
     "fp8_block": "the BF16 checkpoint, or an Ampere-or-newer GPU",
     "fp8_channel": "the BF16 checkpoint, or an Ampere-or-newer GPU",
+    "gptq_int4": "the BF16 checkpoint, or an Ampere-or-newer GPU",
 }
 
 
@@ -58,6 +65,13 @@ def gpu_problem(spec: ModelSpec, capabilities: tuple[str, ...]) -> str | None:
     if not known:
         return None
     lowest = min(known)
+    if spec.attention.kind == "dsv4" and lowest < DSV4_MIN_CC:
+        return (
+            f"the GPU (SM{lowest}) cannot serve DeepSeek-V4: KTransformers' tutorial lists Ampere as not supported "
+            "(doc/en/DeepSeek-V4-Flash.md, GPU table) and the compressed-attention pool keeps FP8 keys only from "
+            "SM89 (mem_cache/deepseekv4_memory_pool.py:504-509); use an Ada (SM89), Hopper or Blackwell GPU, or a "
+            "model with MLA attention such as deepseek-v3.2"
+        )
     for fmt in (spec.expert_format, spec.other_format):
         kernel = GPU_KERNELS.get(fmt.kind)
         if kernel and lowest < kernel.min_capability:

@@ -88,6 +88,25 @@ def nsa_cell_bytes(spec: ModelSpec, fp8: bool) -> int:
     return (latent + index) * layers
 
 
+# --- KV dtype a quantized checkpoint asks for -------------------------------------------------------------------------
+# With --kv-cache-dtype auto, sglang-kt 0.7.2 follows the checkpoint's kv_cache_quant_algo: "FP8" gives an fp8_e4m3
+# cache (model_executor/model_runner.py:1765-1781; ModelOpt NVFP4 exports set it). ktwizard renders the dtype it
+# budgets, so the pool it sizes is the pool the runtime allocates.
+
+
+def checkpoint_kv(spec: ModelSpec, asked: str) -> tuple[str, str] | None:
+    """(--kv-cache-dtype, why) for a checkpoint that names its KV dtype, or None when `auto` means BF16."""
+    if not spec.kv_cache_fp8:
+        return None
+    if asked == "bf16":
+        return "bfloat16", "BF16 KV cache as asked (auto would follow the checkpoint's FP8 kv_cache_quant_algo)"
+    return (
+        "fp8_e4m3",
+        "the checkpoint's kv_cache_quant_algo is FP8, which sglang-kt 0.7.2 follows when the KV dtype is auto "
+        "(model_runner.py:1765-1781); the KV pool is budgeted in it",
+    )
+
+
 # --- Block-FP8 checkpoints and tensor parallelism -------------------------------------------------------------------
 # layers/quantization/fp8.py:854-866 (MoE): the per-rank intermediate size of gate/up must be a multiple of block_n,
 # and of block_k for down when TP > 1; fp8.py:338-357 (linear layers): a column- or row-parallel shard must be a
@@ -114,14 +133,52 @@ def fp8_block_shard_problem(spec: ModelSpec, tp: int) -> str | None:
     return None
 
 
-def fp8_block_tps(spec: ModelSpec, most: int) -> tuple[int, ...]:
-    """Tensor-parallel sizes up to `most` that the attention heads and the FP8 blocks both allow."""
+def loadable_tps(spec: ModelSpec, most: int) -> tuple[int, ...]:
+    """Tensor-parallel sizes up to `most` that the attention heads and the checkpoint's shards both allow."""
     heads = spec.attention.heads
     return tuple(
-        tp
-        for tp in range(1, most + 1)
-        if heads % tp == 0 and fp8_block_shard_problem(spec, tp) is None and (tp & (tp - 1)) == 0
+        tp for tp in range(1, most + 1) if heads % tp == 0 and shard_problem(spec, tp) is None and (tp & (tp - 1)) == 0
     )
+
+
+# --- GPTQ (Marlin) MoE checkpoints and tensor parallelism ------------------------------------------------------------
+# A GPTQ 4-bit checkpoint on CUDA becomes gptq_marlin (gptq.py:373-397, 411-433); its MoE layers, the GPU experts KT
+# keeps, are GPTQMarlinMoEMethod. With group scales and desc_act=false, create_weights sizes the down projection's
+# scale and zero tables for the FULL intermediate size on every rank (gptq.py:1025-1032: per-partition x moe_tp_size)
+# and marks them load_full_w2 (:1084, :1110), but FusedMoE's loader never reads that mark: _load_w2 narrows the
+# checkpoint's [I/group, H] table at tp_rank x (its own row count) (fused_moe_triton/layer.py:519, :541; the scale
+# dim is flipped by is_transposed, :759). Rank 0 reads every row (wrong for its shard), rank 1 asks for rows past the
+# end and the load stops with "start (n) + length (n) exceeds dimension size (n)" -- reported on
+# Qwen3-30B-A3B-GPTQ-Int4 at TP 2 (sgl-project/sglang#13252) and Qwen3.5-122B-A10B-GPTQ-Int4 under KT at TP 4
+# (kvcache-ai/ktransformers#1943). Channel-wise scales (group_size -1) load through the per-channel path instead
+# (layer.py:388-406); desc_act=true checkpoints are refused earlier (kt-kernel's GPTQ loader reads desc_act=false).
+# Divisibility (the Marlin tiles, marlin_utils.py:170-202) never gets a say: the first TP > 1 already fails.
+
+
+def gptq_shard_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why a GPTQ (group-scaled) checkpoint's GPU experts cannot be loaded over `tp` GPUs, or None when they can."""
+    fmt = spec.expert_format
+    if tp <= 1 or fmt.kind != "gptq_int4" or fmt.block <= 0:
+        return None
+    size = spec.moe_intermediate
+    return (
+        f"sglang-kt 0.7.2 cannot load a GPTQ MoE checkpoint over {tp} GPUs: every rank allocates the down "
+        f"projection's group scales for the full {size // fmt.block} groups (gptq.py:1025-1032) and the loader then "
+        f"reads them from row {size // fmt.block} x rank, past the end on rank 1 (fused_moe_triton/layer.py:519-541; "
+        "sgl-project/sglang#13252, kvcache-ai/ktransformers#1943)"
+    )
+
+
+def shard_problem(spec: ModelSpec, tp: int) -> str | None:
+    """Why the checkpoint's weights cannot be split over `tp` GPUs (block FP8 or GPTQ), or None when they can."""
+    return fp8_block_shard_problem(spec, tp) or gptq_shard_problem(spec, tp)
+
+
+def shard_instead(spec: ModelSpec) -> str:
+    """What would split over more GPUs when this checkpoint cannot."""
+    if spec.expert_format.kind == "gptq_int4":
+        return "the model's BF16 or FP8 checkpoint"
+    return "a BF16 checkpoint"
 
 
 # --- Expert-distribution recorder ------------------------------------------------------------------------------------
@@ -188,6 +245,41 @@ def recorder_passes(requests: int, max_tokens: int) -> int:
 MXFP4_LAYOUT_ARCHITECTURES = frozenset({"DeepseekV4ForCausalLM"})
 
 
+# --- MiniMax-M3 start-up --------------------------------------------------------------------------------------------
+# server_args.py:2433-2443: for the M3 architectures ServerArgs evaluates `self.quantization is None and not
+# self._quantization_explicitly_unset`, an attribute 0.7.2 never defines: with no --quantization it raises
+# AttributeError before anything loads (run through 0.7.2's own ServerArgs: tests/integration/test_runtime_accepts.py).
+# Naming the checkpoint's method short-circuits the test; KT's MiniMax-M3 tutorial passes --quantization mxfp8.
+M3_ARCHITECTURES = ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration")
+M3_QUANTIZATION = {"mxfp8": "mxfp8"}  # WeightFormat.kind -> the --quantization the checkpoint's config names
+
+
+def m3_quantization(spec: ModelSpec) -> str | None:
+    """The --quantization an M3 plan must render (None: not M3, or a format 0.7.2 cannot start M3 with)."""
+    if spec.architecture not in M3_ARCHITECTURES:
+        return None
+    return M3_QUANTIZATION.get(spec.other_format.kind)
+
+
+def startup_problem(spec: ModelSpec) -> str | None:
+    """Why sglang-kt 0.7.2's ServerArgs fails before loading this checkpoint whatever the flags ktwizard could render,
+    or None."""
+    if spec.architecture in M3_ARCHITECTURES and m3_quantization(spec) is None:
+        return (
+            f"sglang-kt 0.7.2 cannot start MiniMax-M3 from {spec.other_format.describe()} weights: for this "
+            "architecture ServerArgs reads `_quantization_explicitly_unset`, which it never defines, whenever "
+            "--quantization is not given (server_args.py:2433-2443); use the MXFP8 checkpoint (preset "
+            "minimax-m3-mxfp8), whose --quantization mxfp8 avoids it"
+        )
+    return None
+
+
+# MiniMax-M3's experts: swigluoai, min(gate, limit) * sigmoid(alpha * gate) * (clamp(up, -limit, limit) + 1).
+# kt_ep_wrapper passes (alpha, limit) to kt-kernel only for these methods (block FP8 only for GLM-5-Next) and zeroes
+# them otherwise.
+CLAMPED_SWIGLU_METHODS = ("MXFP4", "MXFP8")
+
+
 def loader_problem(spec: ModelSpec, method: str) -> str | None:
     """Why kt-kernel 0.7.2 cannot load this checkpoint's routed experts with `method`, or None."""
     if spec.architecture == "GptOssForCausalLM":
@@ -197,12 +289,65 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
             "utils/amx.py:760-789); the BF16 loader's packed layout is Qwen3.5's, without the expert biases gpt-oss "
             "has (loader.py:573-712). Serve gpt-oss with plain SGLang on the GPUs, without KT"
         )
+    dsv4 = dsv4_method_problem(spec, method)
+    if dsv4:
+        return dsv4
+    if spec.clamped_swiglu and method not in CLAMPED_SWIGLU_METHODS:
+        return (
+            f"{spec.architecture}'s routed experts use a clamped SwiGLU (swigluoai: swiglu_alpha, swiglu_limit) that "
+            f"kt-kernel 0.7.2 applies only under {' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} the wrapper "
+            "zeroes both and the CPU experts would compute plain SiLU, silently wrong "
+            "(sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310; kt_kernel/experts.py:378-393). Use the "
+            "MXFP8 checkpoint (preset minimax-m3-mxfp8, MiniMaxAI/MiniMax-M3-MXFP8) with --kt-method MXFP8"
+        )
     if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
         return (
             f"kt-kernel 0.7.2's MXFP4 loader reads only DeepSeek-V4-Flash's per-expert layout "
             f"(kt_kernel/utils/loader.py:1198-1270), not {spec.architecture}'s"
         )
     return None
+
+
+# --- DeepSeek-V4 (compressed MQA + sliding window + indexer) ------------------------------------------------------
+# server_args.py:1802-1827 forces the `compressed` attention backend and 256-token pages for DeepseekV4ForCausalLM
+# and accepts only an fp8_e4m3 KV cache (`auto` becomes it; anything else fails an assert). The model class then
+# refuses to load unless SGLANG_DSV4_MODE is 2601 or 2604 (models/deepseek_v4.py:1682-1686); deepseek-ai's
+# checkpoints are the 2604 layout (head_dim, sliding_window, `.scale` names, configs/model_config.py:567-572), and
+# their `swiglu_limit` makes the MXFP4 MoE method demand submode 2604B (mxfp4_deepseek.py:186-192). The KT wrapper
+# passes that clamp to kt-kernel only for MXFP4 / MXFP8 and zeroes it for any other method (kt_ep_wrapper.py:399-405,
+# :5284-5310): the CPU experts would then compute unclamped SiLU, silently wrong.
+DSV4_BACKEND = "compressed"
+DSV4_KV_DTYPE = "fp8_e4m3"
+DSV4_ENV = (
+    (
+        "SGLANG_DSV4_MODE",
+        "2604",
+        "the 2604 checkpoint layout; the model refuses to load without it (deepseek_v4.py:1682)",
+    ),
+    (
+        "SGLANG_DSV4_2604_SUBMODE",
+        "2604B",
+        "the checkpoint's SwiGLU clamp (swiglu_limit 10): the MXFP4 MoE method asserts this submode for it "
+        "(mxfp4_deepseek.py:186-192)",
+    ),
+)
+DSV4_MIN_CC = 89  # doc/en/DeepSeek-V4-Flash.md: Ampere not supported; deepseekv4_memory_pool.py:504-509 FP8 from SM89
+
+
+def is_dsv4(spec: ModelSpec) -> bool:
+    return spec.attention.kind == "dsv4"
+
+
+def dsv4_method_problem(spec: ModelSpec, method: str) -> str | None:
+    """Why kt-kernel 0.7.2 cannot run DeepSeek-V4's CPU experts with `method`, naming what runs; or None."""
+    if not is_dsv4(spec) or method in CLAMPED_SWIGLU_METHODS:
+        return None
+    return (
+        f"DeepSeek-V4's experts clamp SwiGLU at 10 (swiglu_limit), which the KT wrapper hands to kt-kernel only under "
+        f"{' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} it is zeroed and the CPU experts would compute plain "
+        "SiLU, silently wrong (sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310). Use --method MXFP4, which "
+        "reads the checkpoint's own MXFP4 experts"
+    )
 
 
 # --- Health checks ---------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,7 @@ from ktwizard.models.presets import all_presets
 from ktwizard.planner.core import plan
 from ktwizard.planner.types import Goals
 from ktwizard.render.args import argv
-from ktwizard.runtime import rules
+from ktwizard.runtime import glm5_next, rules
 
 # The image's cuDNN: torch 2.9.1 alone brings 9.10, with which 0.7.2 refuses multimodal models (server_args.py:6296)
 IMAGE_CUDNN = str(yaml.safe_load((REPO / "assets" / "docker" / "versions.yaml").read_text())["cudnn"])
@@ -33,10 +34,12 @@ CPU = {
     "threads_per_core": 2,
     "flags": ["avx2", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512vbmi"],
 }
-SYNTHETIC = {  # hosts the bundled set lacks: Blackwell pairs (SM 12.0, P2P) and Hopper sets (NVLink)
+SYNTHETIC = {  # hosts the bundled set lacks: Blackwell pairs (SM 12.0, P2P), Hopper sets (NVLink), Ampere (SM 8.6)
     "2x-rtx-pro-6000": [{"name": "NVIDIA RTX PRO 6000 Blackwell", "memory_gib": 96, "compute_capability": "12.0",
                          "count": 2}],
     "8x-h200": [{"name": "NVIDIA H200", "memory_gib": 141, "compute_capability": "9.0", "count": 8}],
+    # SM86 (Ampere workstation): GLM-5-Next's bf16 profile (configs/glm5_next.py:54-72) runs only there below SM89
+    "4x-rtx-a6000": [{"name": "NVIDIA RTX A6000", "memory_gib": 48, "compute_capability": "8.6", "count": 4}],
 }  # fmt: skip
 
 
@@ -64,6 +67,9 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
         folder = tmp / "models" / pid
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps(preset.config))
+        for ref in (preset.config.get("auto_map") or {}).values():  # the checkpoint's own config code (MiniMax-M3)
+            module = str(ref).split(".")[0]
+            shutil.copy(TESTS / "fixtures" / "remote_code" / f"{module}.py", folder / f"{module}.py")
         folders[pid] = str(folder)
     devices: dict[str, dict] = {}
     cases: dict[str, list[dict]] = defaultdict(list)
@@ -93,6 +99,11 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
                 except BadInput as exc:
                     refused.append(f"{hname}/{pid}/tp{tp}/{variant}: {exc}")  # one line, never rendered
                     continue
+                if problem := rules.startup_problem(preset.spec()):
+                    # the runtime's own start-up fails on it whatever is rendered (MiniMax-M3 BF16), and ktwizard
+                    # refuses the plan saying so (exit 3): nothing is ever launched
+                    refused.append(f"{hname}/{pid}/tp{tp}/{variant}: {problem}")
+                    continue
                 args = argv(result) + (["--api-key", "k" * 32] if variant == "api-key" else [])
                 cases[hname].append(
                     {
@@ -100,7 +111,10 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
                         "argv": args,
                         "env": {e.name: e.value for e in result.env},
                         "flags": {f.name: f.value for f in result.flags},
-                        "dsa": rules.is_dsa(preset.spec()),
+                        "dsa": rules.is_dsa(preset.spec()) or glm5_next.applies(preset.spec()),
+                        # ktwizard says the runtime refuses this GPU (GLM-5-Next off SM86/SM89/Blackwell): the
+                        # runtime must refuse it too
+                        "refuse": glm5_next.gpu_problem(preset.spec(), (gpus[0].compute_capability,)) is not None,
                         "tp": tp,
                     }
                 )
@@ -140,6 +154,10 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
         for case in cases[hname]:
             total += 1
             got = results[case["id"]]
+            if case["refuse"]:
+                if got["ok"]:
+                    wrong.append(f"{case['id']}: ktwizard refuses this GPU, sglang-kt 0.7.2 accepted it")
+                continue
             if not got["ok"]:
                 rejected.append(f"{case['id']}: {got['error']}")
                 continue

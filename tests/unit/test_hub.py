@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -26,6 +27,10 @@ class Hub(BaseHTTPRequestHandler):
     repos: dict[str, tuple[Path, list[str]]] = {}  # repo -> (folder, files listed)
     gated: set[str] = set()
     seen_ranges: list[str] = []
+    # a slow link for reads of 1 MiB or more (the rate probe): seconds before the answer, then paced chunks
+    latency_s = 0.0
+    pace_s = 0.0
+    sent: list[tuple[int, float]] = []  # (bytes, seconds from the first chunk written to the last)
 
     def log_message(self, *args) -> None:
         pass
@@ -73,6 +78,17 @@ class Hub(BaseHTTPRequestHandler):
         else:
             data = path.read_bytes()
             self.send_response(200)
+        if len(data) >= 1 << 20 and (self.latency_s or self.pace_s):
+            time.sleep(self.latency_s)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            start = time.monotonic()
+            for i in range(0, len(data), 1 << 16):
+                self.wfile.write(data[i : i + (1 << 16)])
+                self.wfile.flush()
+                time.sleep(self.pace_s)
+            Hub.sent.append((len(data), time.monotonic() - start - self.pace_s))
+            return
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -153,3 +169,43 @@ def test_the_wizard_and_the_cli_read_the_hub_alike(hub, monkeypatch):
     r = inspect_source("hf:acme/DeepSeek-V2-Lite")
     assert r.spec == get_preset("deepseek-v2-lite").spec() and r.spec.exact
     assert r.spec.revision == SHA and r.spec.repos == ("acme/DeepSeek-V2-Lite",) and r.spec.download_bytes > 30e9
+
+
+def test_the_download_rate_leaves_out_the_requests_latency_and_says_what_it_rests_on(hub, monkeypatch):
+    """The probe's round trip and redirects are not download time: a link with 1 s of latency that then sends at a
+    steady pace is measured at that pace (the server's own clock), and the plan says what the figure rests on."""
+    from ktwizard.inputs import inspect_source
+
+    monkeypatch.setenv("HF_ENDPOINT", hub)
+    monkeypatch.setattr(Hub, "latency_s", 1.0)
+    monkeypatch.setattr(Hub, "pace_s", 0.002)
+    Hub.sent.clear()
+    rate = inspect_source("hf:acme/DeepSeek-V2-Lite").spec.download_rate
+    sent, took = Hub.sent[-1]
+    assert 0.6 < rate / (sent / took) < 1.6, (rate, sent / took)  # the pace, not bytes / (latency + transfer)
+    out = plan_hf("hf:acme/DeepSeek-V2-Lite", hub)
+    assert "one HTTP stream" in out.stdout and "first byte to its last" in " ".join(out.stdout.split())
+
+
+def test_a_modelopt_export_on_the_hub_is_read_with_its_hf_quant_config(tmp_path, monkeypatch):
+    """nvidia's NVFP4 exports keep their quantization in hf_quant_config.json, which sglang fetches beside config.json
+    (model_config.py:810-866): planned from the Hub it is the NVFP4 checkpoint the local folder is."""
+    from test_format_rules import _nvidia_export
+
+    from ktwizard.inputs import inspect_source
+    from ktwizard.models.inspect import inspect_checkpoint
+
+    folder = tmp_path / "nvfp4"
+    _nvidia_export(folder)
+    files = sorted(p.name for p in folder.iterdir())
+    Hub.repos["nvidia/DeepSeek-R1-0528-NVFP4-v2"] = (folder, files)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    try:
+        remote = inspect_source("hf:nvidia/DeepSeek-R1-0528-NVFP4-v2").spec
+    finally:
+        server.shutdown()
+        del Hub.repos["nvidia/DeepSeek-R1-0528-NVFP4-v2"]
+    assert remote.expert_format.kind == "nvfp4" and remote.kv_cache_fp8
+    assert remote == inspect_checkpoint(folder).spec

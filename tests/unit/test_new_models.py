@@ -27,6 +27,10 @@ NEW = (
     "deepseek-r1-nvfp4",
     "qwen3-30b-a3b-gptq-int4",
     "qwen3-235b-a22b-gptq-int4",
+    # DeepSeek-V4 (compressed MQA + window + indexer; tests/unit/test_deepseek_v4.py)
+    "deepseek-v4-flash",
+    "deepseek-v4-flash-0731",
+    "deepseek-v4-pro",
 )
 
 
@@ -77,8 +81,9 @@ def test_minimax_checkpoints_have_their_own_ids():
 
 
 # Minimum compute capability per quantization config, written out from the runtime's get_min_capability()
-# (modelopt_quant.py:951-953 -> 100; fp8.py:162-165 -> 80; mxfp4.py:242-243 -> 80; gptq.py:197-204 -> 60), which
-# model_loader/loader.py:228-241 compares with major*10+minor before loading.
+# (modelopt_quant.py:951-953 -> 100; fp8.py:162-165 -> 80; mxfp4.py:242-243 -> 80), which
+# model_loader/loader.py:228-241 compares with major*10+minor before loading. GPTQ MoE: plain gptq (SM60) raises for
+# MoE layers (gptq.py:246-247), so a MoE checkpoint needs gptq_marlin's SM80 (gptq.py:346-347); 7.5 ran before.
 @pytest.mark.parametrize(
     ("pid", "cc", "runs"),
     [
@@ -88,7 +93,8 @@ def test_minimax_checkpoints_have_their_own_ids():
         ("deepseek-r1-nvfp4", "12.0", True),
         ("deepseek-r1", "7.5", False),
         ("deepseek-r1", "8.0", True),
-        ("qwen3-30b-a3b-gptq-int4", "7.5", True),
+        ("qwen3-30b-a3b-gptq-int4", "7.5", False),
+        ("qwen3-30b-a3b-gptq-int4", "8.0", True),
         ("qwen3-30b-a3b", "7.0", True),
     ],
 )
@@ -119,13 +125,14 @@ def test_badges_come_from_the_domain():
 
 
 def test_cpu_bytes_of_the_new_methods_follow_the_loader():
-    """NVFP4: nibbles + one bf16 per 16 after folding both scale levels (loader.py:1353); GPTQ_INT4: qweight + the
-    fp16 scales widened to fp32 (loader.py:1183-1185)."""
+    """NVFP4: nibbles + one FP32 per 16 (the loader's folded bf16 scale, widened by AVX2MXFP4_MOE); GPTQ_INT4:
+    qweight + the fp16 scales widened to fp32 (loader.py:1183-1185)."""
     from ktwizard.planner.memory.items import cpu_bytes_per_expert
 
     s = get_preset("deepseek-r1-nvfp4").spec()
     n = 3 * 7168 * 2048
-    assert cpu_bytes_per_expert(s, "NVFP4") == n // 2 + 2 * (n // 16)
+    # the kernel keeps the folded scales as FP32 (avx2/mxfp4-moe.hpp BufferB), not the loader's bf16
+    assert cpu_bytes_per_expert(s, "NVFP4") == n // 2 + 4 * (n // 16)
     g = get_preset("qwen3-30b-a3b-gptq-int4").spec()
     n = 3 * 2048 * 768
     assert cpu_bytes_per_expert(g, "GPTQ_INT4") == n // 2 + 4 * (n // 128)
@@ -220,6 +227,10 @@ def test_a_qwen3_5_checkpoint_reads_as_the_runtime_names_its_tensors(tmp_path):
 def test_served_but_unsized_architectures_say_whose_gap_it_is():
     from ktwizard.errors import BadInput
     from ktwizard.models.config import parse_config
+    from ktwizard.models.families import BY_ARCHITECTURE, NOT_SIZED
 
-    with pytest.raises(BadInput, match="runs on sglang-kt 0.7.2, but ktwizard cannot size"):
-        parse_config({"architectures": ["DeepseekV4ForCausalLM"], "num_hidden_layers": 43}, "config.json")
+    # every architecture still unsized is refused naming the gap (DeepSeek-V4 left the list in issue 43: it is sized)
+    assert "DeepseekV4ForCausalLM" not in NOT_SIZED and "DeepseekV4ForCausalLM" in BY_ARCHITECTURE
+    for arch in set(NOT_SIZED) - set(BY_ARCHITECTURE):
+        with pytest.raises(BadInput, match="runs on sglang-kt 0.7.2, but ktwizard cannot size"):
+            parse_config({"architectures": [arch], "num_hidden_layers": 43}, "config.json")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
-from ktwizard.models.spec import ModelSpec
+from ktwizard.models.spec import Attention, ModelSpec
 from ktwizard.planner.forecast.speeds import (
     GpuSpeed,
     cpu_clock,
@@ -173,7 +173,8 @@ def attention_lanes(s: Setup, concurrency: int) -> int:
     block per request and KV head), or per query head for MLA (the absorbed kernel shares one latent among all of
     them)."""
     a = s.spec.attention
-    heads = a.heads if a.kind.startswith("mla") else a.kv_heads
+    # MLA and DeepSeek-V4's MQA: every query head reads the one shared latent / KV head
+    heads = a.heads if a.mla or a.kind == "dsv4" else a.kv_heads
     return max(1, concurrency) * max(1, heads // s.tp)
 
 
@@ -181,19 +182,40 @@ def attention_read(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -
     """Decode attention reads every stream's KV each step, one query token per stream: at `attn_bw_eff` of the GPU's
     bandwidth when there is work enough to fill it, else at `attn_lane_bps` per lane (attention_lanes): a model with
     2 KV heads at one stream reads its KV far below the bandwidth, which is why its decode slows with context."""
-    kv = max(1, concurrency) * context * s.spec.kv_cell_bytes(s.tp)
+    kv = max(1, concurrency) * s.spec.kv_read_bytes(context, s.tp)
     rate = min(s.gpu.bandwidth * t.attn_bw_eff, attention_lanes(s, concurrency) * t.attn_lane_bps)
     return kv / rate
 
 
 def _attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
     """Score and value products of `n` new tokens against `prefix` + their own causal half, all full-attention
-    layers."""
+    layers; a MiniMax sparse layer attends to its top-k blocks only but scores every key with its index heads."""
     a = spec.attention
     layers = a.full_attention_layers or spec.layers
-    qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.kind.startswith("mla") else a.head_dim
-    v = a.v_head_dim if a.kind.startswith("mla") else a.head_dim
-    return 2.0 * n * (prefix + n / 2) * a.heads * (qk + v) * layers
+    qk = (a.qk_nope_head_dim + a.qk_rope_head_dim) if a.mla else a.head_dim
+    v = a.v_head_dim if a.mla else a.head_dim
+    if a.kind == "dsv4":  # each query attends its window and the compressed entries, not every earlier token
+        return sum(
+            2.0 * n * dsv4_attended(a, r, prefix + n / 2) * a.heads * (qk + v) for r in a.compress_ratios[:layers]
+        )
+    span = prefix + n / 2
+    if a.kind == "gqa_msa":  # MiniMax-M3: sparse layers attend their top-k blocks, their index heads score every key
+        dense = 2.0 * n * span * a.heads * (qk + v) * (layers - a.index_layers)
+        sparse = 2.0 * n * min(span, a.sparse_topk_tokens) * a.heads * (qk + v) * a.index_layers
+        index = 2.0 * n * span * a.index_n_heads * a.index_head_dim * a.index_layers
+        return dense + sparse + index
+    return 2.0 * n * span * a.heads * (qk + v) * layers
+
+
+def dsv4_attended(a: Attention, ratio: int, seen: float) -> float:
+    """Entries one DeepSeek-V4 query attends after `seen` tokens: its window, plus the top-k of the 4x-compressed
+    entries (C4Indexer) or every 128x-compressed one (models/deepseek_v4.py:458-670)."""
+    window = min(seen, a.sliding_window)
+    if ratio == 4:
+        return window + min(seen / 4, a.index_topk)
+    if ratio == 128:
+        return window + seen / 128
+    return window
 
 
 def prefill_chunk(s: Setup, n: int, prefix: int, t: Terms = TERMS) -> tuple[float, str]:
@@ -375,4 +397,13 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         + ", ".join(f"{k} {lo:+.0%}..{hi:+.0%}" for k, (lo, hi) in HELD_OUT.items())
         + "; "
         "benchmarks/results/forecast-validation.md)",
+        *(
+            (
+                "DeepSeek-V4: no V4 run was fitted or held out; decode attention reads each layer's window, the "
+                "indexer's top-k and the compressed entries, not every token; the one published V4 figure (KT's "
+                "8 x RTX 5090 tutorial, 26.5 tok/s) lies below the range (benchmarks/results/deepseek-v4-facts.md)",
+            )
+            if spec.attention.kind == "dsv4"
+            else ()
+        ),
     )

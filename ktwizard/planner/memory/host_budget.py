@@ -8,21 +8,36 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem, HostBudget
+from ktwizard.planner.memory.loading import CPU_EXPERTS_ONLY, cpu_resident_per_expert, loader_transient
+from ktwizard.planner.memory.loading import SOURCE as LOADER_SOURCE
 from ktwizard.planner.threads import ThreadPlan
 
 
 def host_budgets(
-    host: HostProfile, spec: ModelSpec, method: str, threads: ThreadPlan, tp: int, chunk: int, layerwise: bool
+    host: HostProfile,
+    spec: ModelSpec,
+    method: str,
+    threads: ThreadPlan,
+    tp: int,
+    chunk: int,
+    layerwise: bool,
+    gpu_experts: int = 0,
 ) -> tuple[HostBudget, ...]:
     """kt_ep_wrapper.py:5283-5363: only TP rank 0 builds the CPU expert wrapper, so CPU experts exist once; upstream
     moe-tp.hpp splits every expert's intermediate dimension across the pools (a split, not a copy)."""
-    per_expert = M.cpu_bytes_per_expert(spec, method)
-    all_experts = per_expert * spec.routed_experts * spec.moe_layer_count
+    per_expert = cpu_resident_per_expert(spec, method, host.cpu.flags)
+    resident = spec.routed_experts - (min(gpu_experts, spec.routed_experts) if method in CPU_EXPERTS_ONLY else 0)
+    all_experts = per_expert * resident * spec.moe_layer_count
+    held = (
+        f"the {resident} experts per layer not on the GPUs: {CPU_EXPERTS_ONLY[method]}"
+        if method in CPU_EXPERTS_ONLY
+        else "RAM holds every expert whatever --kt-num-gpu-experts"
+    )
     usable = host.memory.usable
     nodes = [n for n in host.numa_nodes if n.id in threads.nodes] or list(host.numa_nodes)
     trust = numa_memory_trustworthy(host) and not host.memory.cgroup_limit
     share = usable // max(1, len(host.numa_nodes))
-    loading = loader_peak(spec, method)
+    transient = loader_transient(spec, method, len(nodes), host.cpu.flags)
     budgets = []
     os_reserve = max(C.OS_RESERVE_MIN, int(usable * C.OS_RESERVE_FRACTION))
     for n in nodes:
@@ -31,9 +46,8 @@ def host_budgets(
             BudgetItem(
                 "CPU experts",
                 all_experts // len(nodes),
-                f"all {spec.routed_experts} x {spec.moe_layer_count} routed experts in {method} layout "
-                f"({per_expert} B each), split over {len(nodes)} thread pool(s); RAM holds every expert whatever "
-                "--kt-num-gpu-experts",
+                f"{resident} x {spec.moe_layer_count} routed experts in {method} layout ({per_expert} B each), split "
+                f"over {len(nodes)} thread pool(s); {held}",
                 "weights",
             ),
             BudgetItem(
@@ -47,9 +61,9 @@ def host_budgets(
         items.append(
             BudgetItem(
                 "loader peak (one layer)",
-                loading,
-                "while loading, kt-kernel holds one MoE layer's experts as read before copying them into its own "
-                "buffers; the loading thread may run on any node, so each node must have room for it",
+                transient.on_node(),
+                f"while a layer loads: {transient.why}; the loading thread may run on any node, so each node must "
+                "have room for its tensors",
                 "weights",
                 source=LOADER_SOURCE,
             )
@@ -75,7 +89,7 @@ def host_budgets(
         *([BudgetItem("CPU-MoE scratch", scratch, "sum over the NUMA nodes", "runtime", True)] if scratch else []),
         BudgetItem(
             "KT pinned buffers",
-            C.KT_SHM_EXPERTS * 3 * per_expert * tp + chunk * spec.hidden * 2 * tp,
+            C.KT_SHM_EXPERTS * 3 * M.cpu_bytes_per_expert(spec, method) * tp + chunk * spec.hidden * 2 * tp,
             "double-buffered experts in /dev/shm per TP rank (pinned) + pinned staging",
             "weights",
         ),
@@ -86,7 +100,13 @@ def host_budgets(
             "before",
             True,
         ),
-        BudgetItem("loader peak (one layer)", loading, "the largest load-time transient, once", "weights"),
+        BudgetItem(
+            "loader peak (one layer)",
+            transient.on_host(len(nodes)),
+            "the largest load-time transient: the loader's tensors once, every node's staging",
+            "weights",
+            source=LOADER_SOURCE,
+        ),
         BudgetItem(
             "page cache while loading",
             C.LOAD_PAGE_CACHE,
@@ -97,18 +117,6 @@ def host_budgets(
         BudgetItem("OS reserve", os_reserve, "kernel, page tables and other services: max(4 GiB, 4 %)", "before", True),
     ]
     return (HostBudget(node=-1, capacity=usable, items=tuple(whole)), *budgets)
-
-
-# NativeMoEWrapper.load_weights reads one layer's experts (kt_kernel/utils/amx.py:783-787, loader.py load_experts
-# copies each with .contiguous() and widens scales), hands them to the C++ load task and frees them only after it
-# (:1015-1028); AMXMoEWrapper does the same with the converted layer (:458-466, freed :576-581). Layers load one
-# after another, so the peak is every earlier layer in kt-kernel's buffers plus one layer in flight.
-LOADER_SOURCE = "kt_kernel/utils/amx.py:458-581, 783-787, 1015-1028"
-
-
-def loader_peak(spec: ModelSpec, method: str) -> int:
-    """Host bytes held on top of the steady state while the last MoE layer loads: one layer as the loader reads it."""
-    return M.cpu_bytes_per_expert(spec, method) * spec.routed_experts
 
 
 def _reconcile(spec: ModelSpec, method: str, cpu: int) -> str:

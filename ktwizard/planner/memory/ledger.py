@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from ktwizard.models import dsv4_kv
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem
 from ktwizard.planner.memory.steps import Int4Layer, Step
-from ktwizard.runtime import rules
+from ktwizard.runtime import glm5_next, rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
 # never alive together (budget.BudgetItem.exclusive).
@@ -55,28 +56,36 @@ def recorder_buffer(spec: ModelSpec, recording: bool) -> BudgetItem | None:
 def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
     """deepseek_weight_loader.py:402-620: w_kc and w_vc are new bf16 tensors made from kv_b_proj, which is kept."""
     a = spec.attention
-    if not a.kind.startswith("mla"):
+    if not a.mla:
         return None
     per_layer = a.heads * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank * 2
+    # GLM-5-Next: only its DSA layers have a kv_b_proj (post_load_weights splits the layers whose kv_b_proj loaded)
+    layers = a.full_attention_layers if a.kind == "hybrid_dsa" else spec.layers
     return BudgetItem(
         "MLA w_kc/w_vc copies",
-        ceil(per_layer * spec.layers / tp),
+        ceil(per_layer * layers / tp),
         f"bf16 copies of kv_b_proj per layer ({a.heads} heads x ({a.qk_nope_head_dim}+{a.v_head_dim}) x "
-        f"{a.kv_lora_rank}) x {spec.layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
+        f"{a.kv_lora_rank}) x {layers} layers, kv_b_proj kept" + (f", ÷{tp} TP" if tp > 1 else ""),
         "weights",
         source="srt/models/deepseek_common/deepseek_weight_loader.py:402-620",
     )
 
 
-def gpu_experts(spec: ModelSpec, per_layer: int, tp: int) -> BudgetItem:
+def gpu_experts(spec: ModelSpec, per_layer: int, tp: int, keep_raw: bool = False) -> BudgetItem:
     """kt_ep_wrapper.py:5254 creates them at load time in the checkpoint's GPU-side format (RAWINT4: Marlin-repacked
     in place at the same size, compressed_tensors_wNa16_moe.py:234-337): they are weights before the pool is sized.
     --kt-num-gpu-experts is per MoE layer (the product with the MoE layer count is at kt_ep_wrapper.py:4608)."""
-    one = M.gpu_side_expert_bytes(spec)
+    one = M.gpu_held_expert_bytes(spec, keep_raw)
     fmt = "upcast to BF16 by the triton MoE runner" if M.mxfp4_upcast(spec) else spec.expert_format.describe()
+    if spec.attention.kind == "dsv4":
+        fmt += (
+            ", loaded with fp32 scales"
+            + (" and kept beside the kernel's converted copy for layerwise prefill" if keep_raw else "")
+            + " (mxfp4_deepseek.py:204-262, :318-400)"
+        )
     return BudgetItem(
         "GPU experts",
-        M.gpu_expert_bytes(spec, per_layer, tp),
+        M.gpu_expert_bytes(spec, per_layer, tp, keep_raw),
         f"{per_layer} per MoE layer x {spec.moe_layer_count} layers x {one} B ({fmt})"
         + (f" ÷ {tp} TP" if tp > 1 else ""),
         "weights",
@@ -104,6 +113,8 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     and the smallest cap whose full-attention pool still holds every promised token.
     """
     a = spec.attention
+    if a.kind == "dsv4":
+        return compressed_pool(spec, tokens, chunk, concurrency)
     if a.kind == "mla_nsa":
         cell = rules.nsa_cell_bytes(spec, fp8=dtype_bytes == 1)
         return Pool(
@@ -111,6 +122,34 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
             tokens * cell,
             f"{tokens} tokens x {cell} B per token: latent KV and FP8 indexer keys as NSATokenToKVPool allocates "
             "them (model_runner_kv_cache_mixin.py:153-159, :372-386)",
+        )
+    if a.kind == "gqa_msa":
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        index = spec.index_cell_bytes()
+        # every sub-pool holds size + page_size rows (memory_pool.py:812-820); the plan runs 1-token pages
+        return Pool(
+            tokens,
+            (tokens + 1) * cell,
+            f"({tokens} + 1) tokens x {cell} B per token: K/V of all {spec.layers} layers ({cell - index} B, this "
+            "rank) and "
+            f"the bf16 index keys of the {a.index_layers} sparse layers ({index} B, whole on every rank) as "
+            "MiniMaxSparseKVPool allocates them (memory_pool.py:2214-2255, model_runner_kv_cache_mixin.py:929-950). "
+            "SGLang's profile counts only the K/V (:57-193 has no MiniMax branch), so the index cache comes out of "
+            "the room --mem-fraction-static leaves; the cap keeps the pool to what is budgeted here",
+        )
+    if glm5_next.applies(spec):
+        # Glm5NextNSATokenToKVPool: the runtime floors the pool to whole 64-token pages (:636-640), and every buffer
+        # holds size + page_size rows (memory_pool.py:1441, :1801; glm5_next_memory_pool.py:168-177); the KPool
+        # live tails of each request slot come out of the same budget (model_runner_kv_cache_mixin.py:613-622)
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        cap = ceil(tokens / glm5_next.PAGE_SIZE) * glm5_next.PAGE_SIZE
+        tail = glm5_next.tail_bytes(spec, concurrency)
+        return Pool(
+            cap,
+            (cap + glm5_next.PAGE_SIZE) * cell + tail,
+            f"({cap} + {glm5_next.PAGE_SIZE}) tokens x {cell} B (latent KV and indexer keys of "
+            f"{a.full_attention_layers} DSA layers) + {tail} B of KPool tails for {concurrency} request(s) "
+            "(glm5_next_memory_pool.py:160-196, model_runner_kv_cache_mixin.py:94-159, :195-227)",
         )
     if a.kind != "gqa_swa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)
@@ -127,6 +166,29 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
         f"--max-total-tokens {cap} x {full + swa} B (cells of all {spec.layers} layers, as SGLang counts them); "
         f"with --swa-full-tokens-ratio {ratio} that holds {tokens} full-attention tokens and "
         f"{int(tokens * ratio)} sliding-window tokens",
+        ratio,
+    )
+
+
+def compressed_pool(spec: ModelSpec, tokens: int, chunk: int, concurrency: int) -> Pool:
+    """DeepSeek-V4 (model_runner_kv_cache_mixin.py:479-556): the pools are sized from DSv4MemoryCalculator's bytes per
+    full token (memory_profiler.py:63-98), the full-token count rounded down to 256-token pages (:103-105) and capped
+    by --max-total-tokens (get_pool_sizes_by_configuration, :146-148). The plan renders the cap as the promised tokens
+    rounded up to a page (more where the window pool needs it: dsv4_kv.full_tokens), and --swa-full-tokens-ratio
+    (dsv4_kv.swa_ratio), so the pool holds every promised token and the chunks in flight.
+    Not shared over TP: one KV head, every rank keeps the whole cache (MQA, models/deepseek_v4.py:503)."""
+    layout = dsv4_kv.layout(spec.attention)
+    cap = dsv4_kv.full_tokens(tokens, chunk, concurrency)
+    ratio = dsv4_kv.swa_ratio(cap, chunk, concurrency)
+    per_token = dsv4_kv.bytes_per_full_token(layout, ratio)
+    return Pool(
+        cap,
+        ceil(cap * per_token),
+        f"--max-total-tokens {cap} x {per_token:.1f} B per token (DeepSeek-V4's compressed pools as the runtime's "
+        f"calculator counts them: window KV of {layout.layers} layers x {ratio}, compressed KV of {layout.c4_layers} "
+        f"4x and {layout.c128_layers} 128x layers, indexer keys, fp32 compressor states; memory_profiler.py:63-98); "
+        f"--swa-full-tokens-ratio {ratio} keeps {int(cap * ratio)} window tokens: two chunks in flight and a page per "
+        "request",
         ratio,
     )
 

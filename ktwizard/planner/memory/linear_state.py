@@ -31,10 +31,27 @@ class LinearLayerState:
         return self.conv_elements * CONV_DTYPE_BYTES + self.ssm_elements * SSM_DTYPE_BYTES
 
 
+def _kda_layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
+    """GLM-5-Next's KDA layers: KimiLinearStateShape.create (mamba_utils.py:197-232, called by configs/glm5_next.py
+    mamba2_cache_params): three conv states (q, k, v) of heads x head_dim / tp x (kernel - 1), and a temporal state
+    of heads / tp x head_dim x head_dim."""
+    a = spec.attention
+    conv = 3 * (a.linear_value_heads * a.linear_value_head_dim // tp) * (a.linear_conv_kernel - 1)
+    ssm = a.linear_value_heads // tp * a.linear_value_head_dim * a.linear_value_head_dim
+    return LinearLayerState(conv, ssm)
+
+
+def slots_per_request(spec: ModelSpec) -> int:
+    """GLM-5-Next runs with the radix cache forced off (server_args.py:1664-1667): one slot per request (:597-598)."""
+    return 1 if spec.attention.kind == "hybrid_dsa" else SLOTS_PER_REQUEST
+
+
 def layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
     """Mamba2StateShape.create as qwen3_next.py:284-303 calls it: intermediate = value heads x value dim, groups = key
     heads (widened to a multiple of TP when they do not divide, mamba_utils.py:29-38), state size = key dim."""
     a = spec.attention
+    if a.kind == "hybrid_dsa":
+        return _kda_layer_state(spec, tp)
     groups = a.linear_key_heads
     if groups % tp:
         groups += tp - groups  # extra_groups_for_head_shards
@@ -46,7 +63,7 @@ def layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
 
 def linear_layers(spec: ModelSpec) -> int:
     a = spec.attention
-    return spec.layers - a.full_attention_layers if a.kind == "hybrid_linear" else 0
+    return spec.layers - a.full_attention_layers if a.kind in ("hybrid_linear", "hybrid_dsa") else 0
 
 
 def per_request(spec: ModelSpec, tp: int) -> int:
@@ -55,9 +72,9 @@ def per_request(spec: ModelSpec, tp: int) -> int:
     return layer_state(spec, tp).bytes * n if n else 0
 
 
-def slots(concurrency: int) -> int:
+def slots(concurrency: int, per_request: int = SLOTS_PER_REQUEST) -> int:
     """--max-mamba-cache-size: the state slots the scheduler needs to run `concurrency` requests."""
-    return SLOTS_PER_REQUEST * concurrency
+    return per_request * concurrency
 
 
 @dataclass(frozen=True)
@@ -72,5 +89,5 @@ def state_pool(spec: ModelSpec, tp: int, concurrency: int) -> StatePool | None:
     one = per_request(spec, tp)
     if not one:
         return None
-    n = slots(concurrency)
+    n = slots(concurrency, slots_per_request(spec))
     return StatePool(n, one, n * one, (n + 1) * one)

@@ -25,7 +25,7 @@ from ktwizard.planner.memory import linear_state, margin, steps
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
-from ktwizard.runtime import rules
+from ktwizard.runtime import glm5_next, rules
 from ktwizard.units import human
 
 
@@ -34,7 +34,7 @@ def layerwise_threshold(method: str, spec: ModelSpec) -> int:
     # 2048 for BF16/FP8 GQA models (kt-cli-and-flags.md §2.4).
     if method == "RAWINT4":
         return 400
-    return 1024 if spec.attention.kind.startswith("mla") else 2048
+    return 1024 if spec.attention.mla else 2048
 
 
 @dataclass(frozen=True)
@@ -70,17 +70,31 @@ class Sizing:
             chunk = max(chunk, 16384)  # the recipe's tested value on a 96 GB card: long prefills in fewer chunks
         self.chunk = max(512, min(chunk, self.tokens))
         self.graph_bs = max(1, min(graph_bs, goals.concurrency))
+        if glm5_next.applies(spec):  # server_args.py:1656-1662 captures batch sizes 1, 2 and 4 whatever is asked
+            self.graph_bs = glm5_next.GRAPH_MAX_BS
         self.layerwise = layerwise
         self.threshold = layerwise_threshold(method, spec)
         self.backend = backend or "flashinfer"  # unknown: budget as if it took the costlier flashinfer paths
         self.backend_known = backend is not None
         # DeepSeek sparse attention: the runtime settles the KV dtype itself (runtime/rules.py); budget that one
         self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
-        fp8 = self.dsa_kv.fp8 if self.dsa_kv else goals.kv_dtype == "fp8_e4m3"
+        if glm5_next.applies(spec):  # the GPU profile fixes the KV dtype (runtime/glm5_next.py)
+            self.dsa_kv = glm5_next.kv_for(tuple(g.compute_capability for g in gpus))
+        # a checkpoint that names its KV dtype (ModelOpt); DeepSeek-V4 sizes its own pools
+        self.checkpoint_kv = None if self.dsa_kv or rules.is_dsv4(spec) else rules.checkpoint_kv(spec, goals.kv_dtype)
+        if self.dsa_kv:
+            fp8 = self.dsa_kv.fp8
+        elif self.checkpoint_kv:
+            fp8 = self.checkpoint_kv[0] == "fp8_e4m3"
+        else:
+            fp8 = goals.kv_dtype == "fp8_e4m3"
         self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
         self.state_pool = linear_state.state_pool(spec, self.tp, goals.concurrency)
         self.state = self.state_pool.allocated if self.state_pool else 0
-        self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp)
+        # DeepSeek-V4: layerwise prefill keeps the loaded experts beside the converted copy, except on SM100 (TRT-LLM
+        # converts in place, mxfp4_deepseek.py:82, :404-)
+        self.keep_raw = rules.is_dsv4(spec) and layerwise and any(g.compute_capability != "10.0" for g in gpus)
+        self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp, self.keep_raw)
         self.int4 = steps.Int4Layer.layerwise(spec, method) if layerwise else None
         self._fit: Fit | None = None
         self._budgets: dict[tuple[object, ...], GpuBudget] = {}
@@ -140,7 +154,7 @@ class Sizing:
                 source="srt/model_executor/model_runner.py load_model",
             ),
             L.mla_absorbed_copies(spec, tp),
-            L.gpu_experts(spec, experts, tp),
+            L.gpu_experts(spec, experts, tp, self.keep_raw),
             L.staging_buffer(spec, self.chunk, rank),
             L.recorder_buffer(spec, bool(self.goals.record_routing)),
         ]
@@ -162,7 +176,8 @@ class Sizing:
                 BudgetItem(
                     "linear-attention state pool",
                     sp.allocated,
-                    f"--max-mamba-cache-size {sp.slots} ({linear_state.SLOTS_PER_REQUEST} per running request) + 1 "
+                    f"--max-mamba-cache-size {sp.slots} ({linear_state.slots_per_request(self.spec)} per running "
+                    "request) + 1 "
                     f"slots x {sp.per_request} B (conv bf16 + SSM fp32 state of {linear_state.linear_layers(self.spec)}"
                     " linear-attention layers, this rank); without the flag the runtime would give it 0.9/1.9 of "
                     "the KV budget",

@@ -70,11 +70,70 @@ def _heads(n: int, tp: int) -> int:
     return max(1, ceil(n / tp))
 
 
+def _dsv4_attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int) -> Step:
+    """DeepSeek-V4's MQALayer on `tokens` new tokens (models/deepseek_v4.py:458-960): the residual held as hc_mult
+    streams, q_lora and the per-rank q, the one KV head, the 4x layer's fp32 compressor scores (linear_bf16_fp32 of
+    wkv_gate, :339) and its indexer: q over every index head (replicated) and fp32 logits against every compressed
+    entry (the C4Indexer's top-k input), then the attention and wo_a outputs. Shapes from the model class; which
+    tensors are alive together is estimated (the compressed backend is not traced)."""
+    a, H, M = spec.attention, spec.hidden, tokens
+    hl = _heads(a.heads, tp)
+    parts = (
+        (f"hyper-connection residual ({a.hc_mult} streams)", a.hc_mult * M * H * 2),
+        ("normed input", M * H * 2),
+        ("q_lora and q", M * (a.q_lora_rank + hl * a.head_dim) * 2),
+        ("KV head", M * a.head_dim * 2),
+        ("compressor scores (fp32)", M * 2 * 2 * a.head_dim * 4),
+        ("indexer q", M * a.index_n_heads * a.index_head_dim * 2),
+        ("indexer logits (fp32)", M * ceil((prefix + M) / 4) * 4),
+        ("attention and wo_a outputs", M * (hl * a.head_dim + _heads(a.o_groups, tp) * a.o_lora_rank) * 2),
+    )
+    src = "srt/models/deepseek_v4.py:458-960; layers/attention/compressed/indexer.py:812-821 (logits per c4 entry)"
+    return Step("attention", "DeepSeek-V4 compressed MQA", parts, src)
+
+
+def _kda_step(spec: ModelSpec, tp: int, tokens: int, extend: bool) -> Step:
+    """A GLM-5-Next KDA layer: the fused q/k/v/b/f_a/g_a and f_b/g_b projections (kimi_linear.py:205-276), the conv
+    output, and, for an extend, chunk_kda_fwd's temporaries alive at chunk_gated_delta_rule_fwd_h
+    (fla/kda.py:1141-1197, chunk_delta_h.py:296-307): the fp32 gate cumsum, the fp32 intra-chunk scores, w / u / kg,
+    one bf16 state per 64-token chunk and head, and v_new. Decode runs the recurrent kernel on the state pool."""
+    a, H, M = spec.attention, spec.hidden, tokens
+    n, d = a.linear_value_heads, a.linear_value_head_dim
+    hl, hd = _heads(n, tp), ceil(n * d / tp)
+    parts: list[tuple[str, int]] = [("mHC residual (4 streams)", 4 * M * H * 2), ("normed input", M * H * 2)]
+    parts += [("KDA projections", M * (5 * hd + hl + 2 * d) * 2), ("conv output q/k/v", 3 * M * hd * 2)]
+    if extend:
+        parts += [
+            ("gate cumsum (fp32)", M * hd * 4),
+            ("intra-chunk scores (fp32)", M * hl * 64 * 4),
+            ("w, u, kg", 3 * M * hd * 2),
+            ("chunk states", ceil(M / 64) * hl * d * d * 2),
+            ("v_new", M * hd * 2),
+        ]
+    parts.append(("attention output", M * hd * 2))
+    path = "KDA chunked" if extend else "KDA recurrent"
+    return Step("attention", path, tuple(parts), "srt/layers/attention/fla/kda.py:1141-1197, chunk_delta_h.py:296-307")
+
+
 def attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool = True) -> Step:
     """The attention step of a batch of `tokens` new tokens whose requests hold `prefix` tokens of prefix in total."""
+    step = _attention_step(spec, tp, tokens, prefix, backend, extend)
+    if spec.attention.kind != "hybrid_dsa":
+        return step
+    # GLM-5-Next alternates KDA and DSA layers: the larger of the two steps is the one that binds; both keep the
+    # 4-stream mHC residual (glm5_next.py:218-246)
+    kda = _kda_step(spec, tp, tokens, extend)
+    dsa = Step(step.step, step.path, (("mHC residual (4 streams)", 4 * tokens * spec.hidden * 2), *step.parts[1:]),
+               step.source)  # fmt: skip
+    return max(kda, dsa, key=lambda s: s.bytes)
+
+
+def _attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool = True) -> Step:
     a, H, M = spec.attention, spec.hidden, tokens
     parts: list[tuple[str, int]] = [("residual", M * H * 2), ("normed input", M * H * 2)]
-    if not a.kind.startswith("mla"):
+    if a.kind == "dsv4":
+        return _dsv4_attention_step(spec, tp, M, prefix)
+    if not a.mla:
         hl, kvl = _heads(a.heads, tp), _heads(a.kv_heads, tp)
         parts += [("q/k/v", M * (hl + 2 * kvl) * a.head_dim * 2), ("attention output", M * hl * a.head_dim * 2)]
         if backend == "flashinfer" and extend and prefix > 0:

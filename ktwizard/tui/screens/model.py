@@ -46,14 +46,19 @@ class ModelScreen(Step):
 
     def on_mount(self) -> None:
         super().on_mount()
+        self.badges: dict[tuple[int, str], str] = {}
         self.fill("")
         self.query_one("#search", Input).focus()
 
     def marks(self, preset) -> str:
-        from ktwizard.planner.screening import obstacle
+        """The domain's verdict for this host (planner/screening.screen), planned once per preset per screen."""
+        from ktwizard.models.presets import recipe_for
+        from ktwizard.planner.screening import screen
 
-        why = obstacle(preset.spec(), self.host)
-        return f"  ✗ {why}" if why else ""
+        key = (id(self.host), preset.id)  # the search refills the list on every key: plan each preset once
+        if key not in self.badges:
+            self.badges[key] = screen(preset.spec(), self.host, preset.sglang, recipe_for(preset.id)).badge
+        return f"  {self.badges[key]}"
 
     def fill(self, text: str) -> None:
         from ktwizard.models.presets import all_presets
