@@ -14,9 +14,9 @@ to the C++ load task and frees what the loader made only after it. Two transient
   buffers from them, then frees them (kt-kernel avx2/gptq_int4-moe.hpp TP_MOE::load_weights), so each node holds its
   share twice at once. AVX2MXFP4_MOE (NVFP4) copies straight into the node's buffers (avx2/mxfp4-moe.hpp).
 
-FP8, BF16 and RAWINT4 on the AVX-512/AMX builds stage like GPTQ (amx/fp8_tp_staging.hpp, amx/k2-moe.hpp). For the other
-methods ktwizard has not read the C++
-load and keeps its bound: one layer as the method holds it, on every node.
+FP8, BF16 and RAWINT4 on the AVX-512/AMX builds stage like GPTQ (amx/fp8_tp_staging.hpp, amx/bf16-moe.hpp,
+amx/k2-moe.hpp). For the other methods and builds ktwizard has not read the C++ load and keeps its bound: one layer as
+the method holds it, on every node.
 """
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import items as M
 
 SOURCE = (
-    "kt_kernel/utils/amx.py:760-1040, loader.py:1150-1185, 1312-1404; kt-kernel avx2/gptq_int4-moe.hpp, "
-    "avx2/mxfp4-moe.hpp TP_MOE::load_weights"
+    "kt_kernel/utils/amx.py:760-1040, loader.py; kt-kernel TP_MOE::load_weights in avx2/gptq_int4-moe.hpp, "
+    "avx2/mxfp4-moe.hpp, amx/fp8_tp_staging.hpp, amx/bf16-moe.hpp, amx/k2-moe.hpp"
+)
+STAGED = (
+    "the C++ load's staging copy of each node's share of the layer as stored, on every node at once; the loader's "
+    "tensors are views of the mapped shard"
 )
 
 
@@ -90,8 +94,7 @@ def loader_transient(spec: ModelSpec, method: str, nodes: int, cpu_flags: tuple[
         return LoaderTransient(
             0,
             experts * (n // 2 + 2 * (n // group)) // max(1, nodes),
-            "the C++ load's staging copy of each node's share of the layer as stored, on every node at once; the "
-            "loader's tensors are views of the mapped shard",
+            STAGED,
         )
     if method == "BF16" and variant in FP8_AVX512_BUILDS:
         # BF16SafeTensorLoader returns views (loader.py:551-712; Qwen3.5's packed [E, 2I, H] is sliced by rows, still
@@ -100,8 +103,7 @@ def loader_transient(spec: ModelSpec, method: str, nodes: int, cpu_flags: tuple[
         return LoaderTransient(
             0,
             experts * 2 * n // max(1, nodes),
-            "the C++ load's staging copy of each node's share of the layer, on every node at once; the loader's "
-            "tensors are views of the mapped shard",
+            STAGED,
         )
     if method == "FP8" and variant in FP8_AVX512_BUILDS:
         # FP8SafeTensorLoader returns views (fp32 block scales need no conversion, loader.py:479-550); TP_MOE<AMX_FP8>
@@ -111,8 +113,7 @@ def loader_transient(spec: ModelSpec, method: str, nodes: int, cpu_flags: tuple[
         return LoaderTransient(
             0,
             spec.expert_bytes_native * experts // max(1, nodes),
-            "the C++ load's staging copy of each node's share of the layer, on every node at once; the loader's "
-            "tensors are views of the mapped shard",
+            STAGED,
         )
     if method == "NVFP4":
         return LoaderTransient(
