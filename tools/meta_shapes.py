@@ -43,16 +43,32 @@ def export(out: str) -> None:
     print(f"{len(configs)} preset configs -> {out}")
 
 
-def _build(cfg: dict[str, Any]) -> Any:
+def _build(cfg: dict[str, Any]) -> tuple[Any, str, Any]:
+    """The text model (what the groups compare) and, for a vision-language checkpoint, the whole model."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
     cfg = dict(cfg)
     model_type = cfg.pop("model_type")
     config = AutoConfig.for_model(model_type, **cfg)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    whole = None
     with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(text, torch_dtype=torch.bfloat16), type(text).__name__
+        if text is not config:
+            whole = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+        try:
+            model = AutoModelForCausalLM.from_config(text, dtype=torch.bfloat16)
+        except ValueError:  # no causal-LM class for the text config (GLM-5-Next): the whole model, vision apart
+            if whole is None:
+                raise
+            model = whole
+    return model, type(text).__name__, whole
+
+
+def _is_vision(name: str) -> bool:
+    return any(
+        v in name for v in ("visual.", "vision_tower.", "vision_model.", "mm_projector.", "multi_modal_projector.")
+    )
 
 
 def _fold(model: Any) -> dict[str, dict[str, int]]:
@@ -76,17 +92,23 @@ def measure(configs_path: str, out_dir: str) -> None:
     result: dict[str, Any] = {"transformers": transformers.__version__, "torch": torch.__version__, "models": {}}
     for pid, cfg in configs.items():
         try:
-            model, config_class = _build(cfg)
+            model, config_class, whole = _build(cfg)
         except Exception as exc:  # a model type this transformers lacks: recorded, not fatal
             result["models"][pid] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
             print(f"{pid:32} not built: {type(exc).__name__}: {str(exc)[:120]}")
             continue
-        shapes = _fold(model)
+        shapes = {k: r for k, r in _fold(model).items() if not _is_vision(k)}
         total = sum(r["numel"] for r in shapes.values() if not r["buffer"])
-        result["models"][pid] = {"class": type(model).__name__, "config_class": config_class, "params": total,
-                                 "shapes": shapes}
-        print(f"{pid:32} {type(model).__name__:40} {total / 1e9:9.3f} B params")
-        del model
+        vision = sum(r["numel"] for k, r in _fold(whole).items() if _is_vision(k)) if whole is not None else 0
+        result["models"][pid] = {
+            "class": type(model).__name__,
+            "config_class": config_class,
+            "params": total,
+            "vision_params": vision,
+            "shapes": shapes,
+        }
+        print(f"{pid:32} {type(model).__name__:40} {total / 1e9:9.3f} B params, vision {vision / 1e6:8.1f} M")
+        del model, whole
     out = Path(out_dir) / "meta-shapes.json"
     out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
 
