@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 from ktwizard.host.spec import load_host  # noqa: E402
 from ktwizard.models.presets import get_preset  # noqa: E402
-from ktwizard.planner.forecast.model import Setup, decode_step, prefill_time, setup_for  # noqa: E402
+from ktwizard.planner.forecast.model import decode_step, prefill_time  # noqa: E402
+from ktwizard.planner.forecast.setup import Setup, setup_for  # noqa: E402
 from ktwizard.planner.forecast.terms import TERMS, Terms  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "forecast"

@@ -4,7 +4,7 @@ second per node. One thread per CPU of the node, each pinned to its CPU, allocat
 memchr then reads the whole buffer and writes nothing, at the speed of libc's vector loop, so the bytes it covers are
 the node's read traffic. ctypes releases the GIL around the call, so the threads run in parallel.
 
-The forecast never reads faster than this (planner/forecast/model.py, cpu_bandwidth: a measured node caps the rated
+The forecast never reads faster than this (planner/forecast/setup.py, cpu_bandwidth: a measured node caps the rated
 configuration)."""
 
 from __future__ import annotations

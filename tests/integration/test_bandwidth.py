@@ -16,7 +16,9 @@ from ktwizard.host.bandwidth import last_level_cache, measure_node
 from ktwizard.host.profile import NodeBandwidth, NumaNode
 from ktwizard.host.spec import load_host
 from ktwizard.models.presets import get_preset
-from ktwizard.planner.forecast.model import cpu_bandwidth, decode_step, rests_on, setup_for
+from ktwizard.planner.forecast.explain import rests_on
+from ktwizard.planner.forecast.model import decode_step
+from ktwizard.planner.forecast.setup import cpu_bandwidth, setup_for
 from ktwizard.planner.forecast.terms import TERMS
 from ktwizard.serial import dump_json
 

@@ -19,7 +19,8 @@ from ktwizard.host.profile import MemorySpeed
 from ktwizard.host.root import Root
 from ktwizard.host.spec import host_from_spec, load_host
 from ktwizard.models.presets import get_preset
-from ktwizard.planner.forecast.model import decode_step, prefill_chunk, setup_for
+from ktwizard.planner.forecast.model import decode_step, prefill_chunk
+from ktwizard.planner.forecast.setup import setup_for
 from ktwizard.planner.forecast.terms import TERMS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,18 +12,9 @@ from conftest import run_cli
 
 from ktwizard.host.spec import load_host
 from ktwizard.models.presets import get_preset
-from ktwizard.planner.forecast.model import (
-    attention_lanes,
-    attention_read,
-    band,
-    cpu_bandwidth,
-    decode_step,
-    prefill_chunk,
-    prefill_time,
-    setup_for,
-    touched,
-    touched_split,
-)
+from ktwizard.planner.forecast.attention import attention_lanes, attention_read
+from ktwizard.planner.forecast.model import band, decode_step, prefill_chunk, prefill_time, touched, touched_split
+from ktwizard.planner.forecast.setup import cpu_bandwidth, setup_for
 from ktwizard.planner.forecast.terms import HELD_OUT, TERMS
 
 ROOT = Path(__file__).resolve().parents[2]

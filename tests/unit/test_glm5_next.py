@@ -242,8 +242,8 @@ def test_w_kc_w_vc_copies_only_for_the_dsa_layers():
 def test_the_forecast_counts_the_kda_state_each_decode_step():
     """Every decode step reads and writes each stream's KDA state (34 layers x 4.34 MB at TP 1), beside the DSA
     layers' KV: at context 0 the attention read is that state alone, so it cannot be left out."""
+    from ktwizard.planner.forecast.attention import attention_lanes, attention_read
     from ktwizard.planner.forecast.from_plan import setup_from_plan
-    from ktwizard.planner.forecast.model import attention_lanes, attention_read
     from ktwizard.planner.forecast.terms import TERMS
 
     p = get_preset(PID)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ktwizard.host.profile import HostProfile
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner.forecast.model import Setup, setup_for
+from ktwizard.planner.forecast.setup import Setup, setup_for
 from ktwizard.planner.types import Plan
 
 

@@ -1,0 +1,70 @@
+"""What a forecast rests on, term by term, for `--explain` and the plan table."""
+
+from __future__ import annotations
+
+from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy
+from ktwizard.planner.forecast.speeds import socket_bandwidth
+from ktwizard.planner.forecast.terms import CORE_BW, HELD_OUT, TERMS, Terms
+
+
+def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
+    spec, m = s.spec, s.memory
+    bw = cpu_bandwidth(s, t)
+    return (
+        f"CPU experts: {1 - s.hit:.0%} of routed calls at {bw / 1e9:.0f} GB/s sustained = "
+        f"{t.cpu_bw_eff:.2f} x {socket_bandwidth(m) / 1e9:.0f} GB/s per socket ({m.channels_per_socket} x "
+        f"{m.kind}-{m.speed_mts}, {m.source or 'stated'})"
+        + (f", x {s.sockets} sockets (one kt-kernel subpool each, --kt-threadpool-count)" if s.sockets > 1 else "")
+        + (
+            f", never more than the {s.measured_bps / 1e9:.0f} GB/s per socket probe --bandwidth read"
+            + (
+                " (binds: the memory is slower than its rating)"
+                if s.measured_bps < socket_bandwidth(m) * t.cpu_bw_eff
+                else ""
+            )
+            if s.measured_bps is not None
+            else ""
+        )
+        + f", capped at {s.threads} threads x {CORE_BW / 1e9:.0f} GB/s; {st.cpu_s * 1e3:.1f} ms per step",
+        f"GPU: dense weights and GPU experts read at {t.gpu_bw_eff:.2f} x {s.gpu.bandwidth / 1e12:.2f} TB/s "
+        f"({s.gpu.why}), KV at {t.attn_bw_eff:.2f} x that (decode attention, one query token per stream); "
+        f"{st.gpu_s * 1e3:.1f} ms per step",
+        f"fixed {t.layer_step_s * 1e3:.2f} ms per MoE layer and step x {spec.moe_layer_count} layers"
+        + (f", {t.allreduce_s * 1e6:.0f} us per all-reduce x 2 per layer at TP {s.tp}" if s.tp > 1 else "")
+        + f"; {st.fixed_s * 1e3:.1f} ms per step (published small-active models run far below their bandwidth bound)",
+        f"GPU hit rate {s.hit:.1%} ("
+        + (
+            "from routing statistics"
+            if s.hit_rate is not None
+            else f"{s.gpu_experts} of {spec.routed_experts} experts per layer, uniform placement"
+        )
+        + ")",
+        f"concurrency: distinct experts per step of each group (CPU, GPU) grow as n(1-(1-k share/n)^c), the share "
+        f"being the hit rate; CPU math at {t.cpu_flops_eff:.2f} x "
+        f"{s.threads} threads x {s.clock / 1e9:.2f} GHz x {s.flops_per_cycle} FLOP/cycle bounds batched steps",
+        f"prefill: {t.request_s * 1e3:.0f} ms per request, then chunks of {s.chunk} (the rendered "
+        "--chunked-prefill-size); "
+        + (
+            f"at or above {s.threshold} tokens each layer's CPU experts cross PCIe at {t.pcie_eff:.2f} x "
+            f"{s.gpu.pcie / 1e9:.0f} GB/s per GPU, at most {upload_copy(s, t) / 1e9:.0f} GB/s together (rank 0's host "
+            f"copy: {t.upload_copy_eff:.2f} x one socket's {socket_bandwidth(m) / 1e9:.0f} GB/s)"
+            if s.threshold is not None
+            else "no layerwise path"
+        )
+        + f"; GPU GEMMs and attention at {t.gpu_flops_eff:.2f} x {s.gpu.flops / 1e12:.0f} TFLOP/s",
+        "terms fitted to published SGLang-KT runs (what each rests on: docs/forecast.md) and validated on machines "
+        "and authors never fitted; ranges are "
+        "the held-out error's 10th-90th percentile ("
+        + ", ".join(f"{k} {lo:+.0%}..{hi:+.0%}" for k, (lo, hi) in HELD_OUT.items())
+        + "; "
+        "benchmarks/results/forecast-validation.md)",
+        *(
+            (
+                "DeepSeek-V4: no V4 run was fitted or held out; decode attention reads each layer's window, the "
+                "indexer's top-k and the compressed entries, not every token; the one published V4 figure (KT's "
+                "8 x RTX 5090 tutorial, 26.5 tok/s) lies below the range (benchmarks/results/deepseek-v4-facts.md)",
+            )
+            if spec.attention.kind == "dsv4"
+            else ()
+        ),
+    )

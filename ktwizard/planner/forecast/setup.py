@@ -1,0 +1,116 @@
+"""The forecast's inputs (a plan's host, model and rendered flags) and what the host supplies: the CPU's sustained
+expert-read bandwidth over kt-kernel's NUMA subpools, its FLOP/s, and the layerwise upload's host copy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
+from ktwizard.models.spec import ModelSpec
+from ktwizard.planner.forecast.speeds import (
+    GpuSpeed,
+    cpu_clock,
+    cpu_flops_per_cycle,
+    gpu_speed,
+    platform_memory,
+    socket_bandwidth,
+)
+from ktwizard.planner.forecast.terms import CORE_BW, TERMS, Terms
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a forecast needs of a plan and its host."""
+
+    spec: ModelSpec
+    method: str
+    gpu_experts: int
+    tp: int
+    gpu: GpuSpeed
+    memory: MemorySpeed
+    sockets: int  # sockets kt-kernel's NUMA subpools span (--kt-threadpool-count, at most one per socket)
+    threads: int  # --kt-cpuinfer
+    flops_per_cycle: int
+    clock: float  # Hz, the CPU's base clock (speeds.cpu_clock)
+    chunk: int  # --chunked-prefill-size
+    threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
+    hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
+    measured_bps: float | None = None  # probe --bandwidth: read bandwidth per socket; None when not measured
+
+    @property
+    def hit(self) -> float:
+        if self.hit_rate is not None:
+            return min(1.0, max(0.0, self.hit_rate))
+        return min(1.0, self.gpu_experts / max(1, self.spec.routed_experts))
+
+
+def setup_for(
+    host: HostProfile,
+    spec: ModelSpec,
+    method: str,
+    gpu_experts: int,
+    gpus: tuple[GPU, ...],
+    threads: int,
+    pools: int,
+    chunk: int,
+    threshold: int | None,
+    hit_rate: float | None = None,
+) -> Setup:
+    fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method)
+    clock, _ = cpu_clock(host.cpu.brand)
+    return Setup(
+        spec=spec,
+        method=method,
+        gpu_experts=gpu_experts,
+        tp=max(1, len(gpus)),
+        gpu=gpu_speed(gpus[0]),
+        memory=platform_memory(host),
+        sockets=max(1, min(host.cpu.sockets, pools)),
+        threads=max(1, threads),
+        flops_per_cycle=fpc,
+        clock=clock,
+        chunk=max(1, chunk),
+        threshold=threshold,
+        hit_rate=hit_rate,
+        measured_bps=measured_per_socket(host),
+    )
+
+
+def measured_per_socket(host: HostProfile) -> float | None:
+    """What `probe --bandwidth` read, all nodes together, per socket; None unless every node was measured."""
+    runs = host.memory.measured
+    if not runs or any(b.error or b.read_bps <= 0 for b in runs):
+        return None
+    return sum(b.read_bps for b in runs) / max(1, host.cpu.sockets)
+
+
+@dataclass(frozen=True)
+class Step:
+    cpu_s: float
+    gpu_s: float
+    fixed_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.cpu_s + self.gpu_s + self.fixed_s
+
+
+def cpu_bandwidth(s: Setup, t: Terms = TERMS) -> float:
+    """Sustained read bandwidth of kt-kernel's subpools: each socket's share of its rated bandwidth (never more than
+    `probe --bandwidth` read from it), times the sockets the subpools span, never more than the threads can pull.
+    --kt-threadpool-count N splits every expert N ways ("NUMA subpools (TP count)", kt_kernel/experts.py:180) and
+    each subpool reads its slice from its own node, so the sockets' bandwidths add."""
+    per = socket_bandwidth(s.memory) * t.cpu_bw_eff
+    if s.measured_bps is not None:
+        per = min(per, s.measured_bps)
+    return min(per * s.sockets, s.threads * CORE_BW)
+
+
+def upload_copy(s: Setup, t: Terms = TERMS) -> float:
+    """B/s of the layerwise upload's host-side copy: rank 0 writes every rank's shard from kt-kernel's memory into
+    pinned buffers (kt_ep_wrapper.py, _prepare_weight_*), a copy bound by one socket's memory."""
+    return socket_bandwidth(s.memory) * t.upload_copy_eff
+
+
+def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
+    return s.threads * s.clock * s.flops_per_cycle * t.cpu_flops_eff
