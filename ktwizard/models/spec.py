@@ -189,24 +189,25 @@ class ModelSpec:
         a = self.attention
         return (a.index_layers + a.index_value_layers) * a.index_head_dim * 2
 
-    def kv_read_bytes(self, context: int, tp: int = 1) -> float:
-        """KV bytes decode attention reads per stream and decoded token at this context: every cached token, except
-        DeepSeek-V4, which reads its window, the top-k of its 4x-compressed entries with their indexer keys, and every
-        128x-compressed entry (dsv4_kv.read_per_token)."""
+    def kv_read_bytes(self, context: int, tp: int = 1, dtype_bytes: int = 2) -> float:
+        """KV bytes decode attention reads per stream and decoded token at this context, the cache held in
+        `dtype_bytes` per element (1: FP8): every cached token, except DeepSeek-V4, which reads its window, the top-k
+        of its 4x-compressed entries with their indexer keys, and every 128x-compressed entry (dsv4_kv.read_per_token;
+        its pools have one dtype)."""
         if self.attention.kind == "dsv4":
             return dsv4_kv.read_per_token(dsv4_kv.layout(self.attention), self.attention, context)
         if self.attention.kind == "hybrid_dsa":  # GLM-5-Next: each step also reads and writes the stream's KDA state
-            return context * self.kv_cell_bytes(tp) + 2 * self.per_request_state_bytes(tp)
+            return context * self.kv_cell_bytes(tp, dtype_bytes) + 2 * self.per_request_state_bytes(tp)
         if self.attention.kind == "gqa_msa":
-            return self._msa_read_bytes(context, tp)
-        return context * self.kv_cell_bytes(tp)
+            return self._msa_read_bytes(context, tp, dtype_bytes)
+        return context * self.kv_cell_bytes(tp, dtype_bytes)
 
-    def _msa_read_bytes(self, context: int, tp: int) -> float:
+    def _msa_read_bytes(self, context: int, tp: int, dtype_bytes: int = 2) -> float:
         """MiniMax sparse attention: the dense layers read all their K/V, a sparse layer only the top-k blocks its
         index picks (sparse_topk_blocks x sparse_block_size tokens, layers/attention/minimax_sparse_backend.py:28-70),
-        and every sparse layer scores all its index keys."""
+        and every sparse layer scores all its index keys (bf16 whatever the KV dtype)."""
         a, index = self.attention, self.index_cell_bytes()
-        per_layer = (self.kv_cell_bytes(tp) - index) / self.layers
+        per_layer = (self.kv_cell_bytes(tp, dtype_bytes) - index) / self.layers
         dense = self.layers - a.index_layers
         return per_layer * (dense * context + a.index_layers * min(context, a.sparse_topk_tokens)) + index * context
 

@@ -327,3 +327,22 @@ def test_a_long_prefill_counts_the_kda_chunk_temporaries():
     assert parts["chunk states"] == 128 * 32 * 128 * 128 * 2
     assert parts["gate cumsum (fp32)"] == 8192 * 4096 * 4
     assert parts["mHC residual (4 streams)"] == 4 * 8192 * 4096 * 2
+
+
+@pytest.mark.parametrize(("cc", "cell"), [("8.9", 11 * (512 + 4 * 4 + 128 + 4)), ("8.6", 11 * (512 + 128) * 2)])
+def test_the_forecast_reads_the_kv_in_the_dtype_the_plan_renders(cc, cell):
+    """Decode attention reads the DSA layers' cache as the pool holds it: on SM89 the rendered fp8_e4m3 cache is 512
+    FP8 latent bytes + 4 fp32 descales + 128 FP8 index bytes + one fp32 scale per DSA layer (7,260 B over 11 layers,
+    glm5_next_memory_pool.py:104-113, :151-156), on SM86 the BF16 one (14,080 B). The old forecast read 14,080 B per
+    token on every GPU. Beyond the KDA state (read at context 0), each extra token costs exactly one cell."""
+    from ktwizard.planner.forecast.attention import attention_lanes, attention_read
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.terms import TERMS
+
+    p = get_preset(PID)
+    host = _host("NVIDIA GPU", cc, count=4, gib=96)
+    r = plan(host, p.spec(), Goals(context=32768), p.sglang)
+    assert r.fits
+    s = setup_from_plan(host, p.spec(), r)
+    rate = min(s.gpu.bandwidth * TERMS.attn_bw_eff, attention_lanes(s, 1) * TERMS.attn_lane_bps)
+    assert attention_read(s, 32768, 1) - attention_read(s, 0, 1) == pytest.approx(32768 * cell / rate)

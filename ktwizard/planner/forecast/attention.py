@@ -21,8 +21,9 @@ def attention_lanes(s: Setup, concurrency: int) -> int:
 def attention_read(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> float:
     """Decode attention reads every stream's KV each step, one query token per stream: at `attn_bw_eff` of the GPU's
     bandwidth when there is work enough to fill it, else at `attn_lane_bps` per lane (attention_lanes): a model with
-    2 KV heads at one stream reads its KV far below the bandwidth, which is why its decode slows with context."""
-    kv = max(1, concurrency) * s.spec.kv_read_bytes(context, s.tp)
+    2 KV heads at one stream reads its KV far below the bandwidth, which is why its decode slows with context. The KV
+    is read in the cache's rendered dtype (an FP8 cache: half the bytes of BF16)."""
+    kv = max(1, concurrency) * s.spec.kv_read_bytes(context, s.tp, s.kv_dtype_bytes)
     rate = min(s.gpu.bandwidth * t.attn_bw_eff, attention_lanes(s, concurrency) * t.attn_lane_bps)
     return kv / rate
 

@@ -11,7 +11,8 @@ from ktwizard.planner.types import Plan
 def setup_from_plan(host: HostProfile, spec: ModelSpec, plan: Plan, hit_rate: float | None = None) -> Setup:
     """The forecast's inputs as a made plan renders them (its flags are what the server will run): the chunk is the
     rendered --chunked-prefill-size, the layerwise threshold --kt-gpu-prefill-token-threshold, the threads and
-    subpools --kt-cpuinfer and --kt-threadpool-count. hit_rate: the GPU's share of routed calls from a recording."""
+    subpools --kt-cpuinfer and --kt-threadpool-count, the KV's bytes per element --kv-cache-dtype. hit_rate: the
+    GPU's share of routed calls from a recording."""
     flags = {f.name: f.value for f in plan.flags}
 
     def num(name: str, default: int) -> int:
@@ -32,4 +33,5 @@ def setup_from_plan(host: HostProfile, spec: ModelSpec, plan: Plan, hit_rate: fl
         num("--chunked-prefill-size", 8192),
         threshold,
         hit_rate,
+        1 if str(flags.get("--kv-cache-dtype", "")).startswith("fp8") else 2,  # what the pool holds, as rendered
     )

@@ -36,6 +36,7 @@ class Setup:
     threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
     hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
     measured_bps: float | None = None  # probe --bandwidth: read bandwidth per socket; None when not measured
+    kv_dtype_bytes: int = 2  # the rendered --kv-cache-dtype: 1 for fp8_e4m3 (decode reads the cache in it), else 2
 
     @property
     def hit(self) -> float:
@@ -55,6 +56,7 @@ def setup_for(
     chunk: int,
     threshold: int | None,
     hit_rate: float | None = None,
+    kv_dtype_bytes: int = 2,
 ) -> Setup:
     fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method)
     clock, _ = cpu_clock(host.cpu.brand)
@@ -73,6 +75,7 @@ def setup_for(
         threshold=threshold,
         hit_rate=hit_rate,
         measured_bps=measured_per_socket(host),
+        kv_dtype_bytes=kv_dtype_bytes,
     )
 
 
