@@ -20,16 +20,10 @@ import os
 import sys
 import traceback
 import types
+from pathlib import Path
 
-STUB_PACKAGES = (
-    "sgl_kernel,transformers,pybase64,zmq,PIL,safetensors,partial_json_parser,einops,gguf,loguru,"
-    "orjson,uvloop,setproctitle,psutil,requests,aiohttp,fastapi,pydantic,msgspec,xgrammar,outlines,"
-    "compressed_tensors,deep_gemm,flashinfer,torch_memory_saver,cuda,nvtx,IPython,blobfile,tiktoken,"
-    "sentencepiece,huggingface_hub,tqdm,openai,anthropic,dill,cloudpickle,pynvml,prometheus_client,"
-    "interegular,llguidance,modelscope,decord,av,soundfile,scipy,numba,flash_attn,kt_kernel,mooncake,"
-    "nixl,sglang_router,triton_kernels,hf_transformers,tilelang,quack,cutlass,cuda_bindings,apache_tvm_ffi,"
-    "tvm_ffi,flashmla,fast_hadamard_transform,pandas,yaml,pytz,jinja2"
-).split(",")
+# Named for clarity; the fallback finder stubs any other top-level package the machine lacks as well
+STUB_PACKAGES = ("sgl_kernel", "transformers", "pybase64", "zmq", "PIL", "safetensors", "partial_json_parser", "einops")
 STUB_SGLANG = (
     "sglang.srt.utils.hf_transformers_utils",
     "sglang.srt.configs.model_config",
@@ -41,7 +35,17 @@ STUB_SGLANG = (
     "sglang.srt.parser",
 )
 STUBBED: list[str] = []
-NEVER_STUB = {"chardet", "charset_normalizer", "simplejson", "brotli", "brotlicffi", "socks", "winreg", "msvcrt", "_winapi"}
+NEVER_STUB = {
+    "chardet",
+    "charset_normalizer",
+    "simplejson",
+    "brotli",
+    "brotlicffi",
+    "socks",
+    "winreg",
+    "msvcrt",
+    "_winapi",
+}
 DEVICE = os.environ.get("POOL_DEVICE", "cuda")
 
 
@@ -93,7 +97,9 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             hit = any(key == r or key.startswith(r + ".") for r in self.roots)
         else:  # the fallback: any top-level package the machine lacks, bar the optional ones probed by try/except
             hit = key in self.roots or (
-                not key.startswith("_") and key not in NEVER_STUB and importlib.machinery.PathFinder.find_spec(key) is None
+                not key.startswith("_")
+                and key not in NEVER_STUB
+                and importlib.machinery.PathFinder.find_spec(key) is None
             )
         return importlib.machinery.ModuleSpec(name, self, is_package=True) if hit else None
 
@@ -159,7 +165,6 @@ def main() -> int:
     src_parent, cases_path, out_path = sys.argv[1:4]
     install(src_parent)
     import torch
-
     from sglang.srt.configs import mamba_utils as mu
     from sglang.srt.mem_cache import memory_pool as mp
 
@@ -179,7 +184,7 @@ def main() -> int:
         g5n = None
         results["glm5_next_import_error"] = traceback.format_exc()[-2000:]
     dtypes = {"fp8": torch.float8_e4m3fn, "bf16": torch.bfloat16}
-    cases = json.load(open(cases_path))
+    cases = json.loads(Path(cases_path).read_text())
     for c in cases:
         rec = dict(c)
         try:
@@ -189,8 +194,10 @@ def main() -> int:
         results["cases"].append(rec)
         torch.cuda.empty_cache()
     results["stubbed"] = sorted(set(STUBBED))
-    json.dump(results, open(out_path, "w"), indent=1)
-    print(json.dumps([{k: r.get(k) for k in ("id", "allocated", "reported", "error")} for r in results["cases"]])[:6000])
+    Path(out_path).write_text(json.dumps(results, indent=1))
+    print(
+        json.dumps([{k: r.get(k) for k in ("id", "allocated", "reported", "error")} for r in results["cases"]])[:6000]
+    )
     return 0
 
 
@@ -204,9 +211,16 @@ def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-un
             dim = c["kv_lora_rank"] + c["kv_lora_rank"] // 128 * 4 + c["qk_rope_head_dim"] * 2
         pool, alloc, _ = measure(
             lambda: mp.NSATokenToKVPool(
-                c["size"], page_size=64, kv_lora_rank=c["kv_lora_rank"], dtype=dt,
-                qk_rope_head_dim=c["qk_rope_head_dim"], layer_num=c["layers"], device=dev,
-                index_head_dim=c["index_head_dim"], enable_memory_saver=False, kv_cache_dim=dim,
+                c["size"],
+                page_size=64,
+                kv_lora_rank=c["kv_lora_rank"],
+                dtype=dt,
+                qk_rope_head_dim=c["qk_rope_head_dim"],
+                layer_num=c["layers"],
+                device=dev,
+                index_head_dim=c["index_head_dim"],
+                enable_memory_saver=False,
+                kv_cache_dim=dim,
             ),
             torch,
         )
@@ -218,10 +232,20 @@ def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-un
         disable = sparse_ids[kv_sparse:]
         pool, alloc, _ = measure(
             lambda: mp.MiniMaxSparseKVPool(
-                size=c["size"], page_size=c["page_size"], dtype=dtypes[c["kv_dtype"]], index_dtype=torch.bfloat16,
-                head_num=c["kv_heads"], head_dim=c["head_dim"], idx_head_dim=c["index_head_dim"],
-                dense_layer_ids=dense_ids, sparse_layer_ids=sparse_ids, disable_value_sparse_layer_ids=disable,
-                device=dev, enable_memory_saver=False, start_layer=0, end_layer=n,
+                size=c["size"],
+                page_size=c["page_size"],
+                dtype=dtypes[c["kv_dtype"]],
+                index_dtype=torch.bfloat16,
+                head_num=c["kv_heads"],
+                head_dim=c["head_dim"],
+                idx_head_dim=c["index_head_dim"],
+                dense_layer_ids=dense_ids,
+                sparse_layer_ids=sparse_ids,
+                disable_value_sparse_layer_ids=disable,
+                device=dev,
+                enable_memory_saver=False,
+                start_layer=0,
+                end_layer=n,
             ),
             torch,
         )
@@ -237,39 +261,61 @@ def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-un
 
         sa.set_global_server_args_for_scheduler(types.SimpleNamespace(speculative_algorithm=None))
         mc = types.SimpleNamespace(
-            qk_nope_head_dim=c["qk_nope_head_dim"], qk_rope_head_dim=c["qk_rope_head_dim"],
-            index_head_dim=c["index_head_dim"], compress_ratios=c["compress_ratios"], window_size=c["window"],
+            qk_nope_head_dim=c["qk_nope_head_dim"],
+            qk_rope_head_dim=c["qk_rope_head_dim"],
+            index_head_dim=c["index_head_dim"],
+            compress_ratios=c["compress_ratios"],
+            window_size=c["window"],
         )
         calc = calc_cls(model_config=mc, page_size=256, swa_ratio=c["swa_ratio"])
         sizes = calc.get_pool_sizes_by_configuration(max_total_tokens=c["max_total_tokens"])
         out["bytes_per_full_token"] = calc.bytes_per_full_token
-        out["pool_sizes"] = {k: int(getattr(sizes, k)) for k in sizes._fields} if hasattr(sizes, "_fields") else (
-            {k: int(v) for k, v in vars(sizes).items()}
+        out["pool_sizes"] = (
+            {k: int(getattr(sizes, k)) for k in sizes._fields}
+            if hasattr(sizes, "_fields")
+            else ({k: int(v) for k, v in vars(sizes).items()})
         )
         pool, alloc, _ = measure(
             lambda: v4.DeepSeekV4TokenToKVPool(
-                max_num_reqs=c["max_num_reqs"], swa_size=sizes.swa_max_total_num_tokens,
-                c4_size=sizes.c4_max_total_num_tokens, c128_size=sizes.c128_max_total_num_tokens,
-                c4_state_pool_size=sizes.c4_state_pool_size, c128_state_pool_size=sizes.c128_state_pool_size,
-                page_size=256, swa_page_size=256, dtype=torch.float8_e4m3fn, state_dtype=torch.float32,
-                qk_nope_head_dim=c["qk_nope_head_dim"], qk_rope_head_dim=c["qk_rope_head_dim"],
-                indexer_head_dim=c["index_head_dim"], layer_num=c["layers"], device=dev, enable_memory_saver=False,
-                compression_ratios=c["compress_ratios"], start_layer=0, end_layer=c["layers"],
+                max_num_reqs=c["max_num_reqs"],
+                swa_size=sizes.swa_max_total_num_tokens,
+                c4_size=sizes.c4_max_total_num_tokens,
+                c128_size=sizes.c128_max_total_num_tokens,
+                c4_state_pool_size=sizes.c4_state_pool_size,
+                c128_state_pool_size=sizes.c128_state_pool_size,
+                page_size=256,
+                swa_page_size=256,
+                dtype=torch.float8_e4m3fn,
+                state_dtype=torch.float32,
+                qk_nope_head_dim=c["qk_nope_head_dim"],
+                qk_rope_head_dim=c["qk_rope_head_dim"],
+                indexer_head_dim=c["index_head_dim"],
+                layer_num=c["layers"],
+                device=dev,
+                enable_memory_saver=False,
+                compression_ratios=c["compress_ratios"],
+                start_layer=0,
+                end_layer=c["layers"],
             ),
             torch,
         )
     elif kind in ("mamba", "kda"):  # HybridReqToTokenPool's MambaPool (memory_pool.py:212-262)
         if kind == "mamba":  # qwen3_next.py:284-303
             shape = mu.Mamba2StateShape.create(
-                tp_world_size=c["tp"], intermediate_size=c["linear_value_heads"] * c["linear_value_head_dim"],
-                n_groups=c["linear_key_heads"], num_heads=c["linear_value_heads"],
-                head_dim=c["linear_value_head_dim"], state_size=c["linear_key_head_dim"],
+                tp_world_size=c["tp"],
+                intermediate_size=c["linear_value_heads"] * c["linear_value_head_dim"],
+                n_groups=c["linear_key_heads"],
+                num_heads=c["linear_value_heads"],
+                head_dim=c["linear_value_head_dim"],
+                state_size=c["linear_key_head_dim"],
                 conv_kernel=c["linear_conv_kernel"],
             )
             params = mu.Mamba2CacheParams(shape=shape, layers=list(range(c["linear_layers"])))
         else:  # configs/glm5_next.py:479-485
             shape = mu.KimiLinearStateShape.create(
-                tp_world_size=c["tp"], num_heads=c["linear_value_heads"], head_dim=c["linear_value_head_dim"],
+                tp_world_size=c["tp"],
+                num_heads=c["linear_value_heads"],
+                head_dim=c["linear_value_head_dim"],
                 conv_kernel_size=c["linear_conv_kernel"],
             )
             params = mu.KimiLinearCacheParams(shape=shape, layers=list(range(c["linear_layers"])))
@@ -283,17 +329,31 @@ def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-un
         dt = dtypes[c["kv_dtype"]]
         pool, alloc, _ = measure(
             lambda: g5n.Glm5NextNSATokenToKVPool(
-                size=c["size"], page_size=64, kv_lora_rank=c["kv_lora_rank"], dtype=dt, qk_rope_head_dim=0,
-                layer_num=c["layers"], device=dev, index_head_dim=c["index_head_dim"], enable_memory_saver=False,
-                kv_cache_dim=c["kv_lora_rank"], req_pool_size=c["req_pool_size"],
+                size=c["size"],
+                page_size=64,
+                kv_lora_rank=c["kv_lora_rank"],
+                dtype=dt,
+                qk_rope_head_dim=0,
+                layer_num=c["layers"],
+                device=dev,
+                index_head_dim=c["index_head_dim"],
+                enable_memory_saver=False,
+                kv_cache_dim=c["kv_lora_rank"],
+                req_pool_size=c["req_pool_size"],
             ),
             torch,
         )
     elif kind == "mha_full":  # HybridLinearKVPool's full-attention MHATokenToKVPool (memory_pool.py:1186-)
         pool, alloc, _ = measure(
             lambda: mp.MHATokenToKVPool(
-                size=c["size"], page_size=c["page_size"], dtype=dtypes[c["kv_dtype"]], head_num=c["kv_heads"],
-                head_dim=c["head_dim"], layer_num=c["layers"], device=dev, enable_memory_saver=False,
+                size=c["size"],
+                page_size=c["page_size"],
+                dtype=dtypes[c["kv_dtype"]],
+                head_num=c["kv_heads"],
+                head_dim=c["head_dim"],
+                layer_num=c["layers"],
+                device=dev,
+                enable_memory_saver=False,
             ),
             torch,
         )

@@ -90,6 +90,62 @@ def bytes_per_full_token(k: Layout, swa_ratio: float) -> float:
 
 
 MAX_SWA_RATIO = 0.9  # server_args.py:1848
+PAGE_ALIGN = 576  # deepseekv4_memory_pool.py:122: a KV page's bytes are padded to a multiple of 576
+
+
+@dataclass(frozen=True)
+class PoolSizes:
+    """DSv4PoolSizes as memory_profiler.py:110-130 (calculate_pool_sizes) derives them from --max-total-tokens."""
+
+    full: int
+    swa: int
+    c4: int
+    c128: int
+    c4_state: int
+    c128_state: int
+
+
+def pool_sizes(k: Layout, max_total_tokens: int, swa_ratio: float) -> PoolSizes:
+    """get_pool_sizes_by_configuration (memory_profiler.py:150-152) then calculate_pool_sizes, with the runtime's own
+    float steps: available = cap x bytes per token, full = int(available / bytes per token) floored to a page."""
+    per_token = bytes_per_full_token(k, swa_ratio)
+    full = int(max_total_tokens * per_token / per_token) // PAGE_SIZE * PAGE_SIZE
+    swa = int(full * swa_ratio) // PAGE_SIZE * PAGE_SIZE
+    return PoolSizes(full, swa, full // 4, full // 128, swa // k.window * C4_RING, swa // k.window * C128_RING)
+
+
+def _pages(size: int, page: int) -> int:
+    return (size + page + 1) // page  # every sub-pool's page count (deepseekv4_memory_pool.py:97, :309)
+
+
+def _kv_page_bytes(k: Layout, page: int) -> int:
+    return -(-page * k.kv_token // PAGE_ALIGN) * PAGE_ALIGN
+
+
+def _state_rows(size: int, ring: int, ratio: int) -> int:
+    return -(-(size + ring + 1) // ratio) * ratio  # compress_state.py:122-123
+
+
+def allocated_bytes(k: Layout, layers: int, sizes: PoolSizes) -> int:
+    """What DeepSeekV4TokenToKVPool allocates for these sizes (deepseekv4_memory_pool.py:445-567, FP8 cache), the
+    figure the calculator's per-token average leaves out: every sub-pool holds one page more than its size, a KV
+    page is padded to 576 B, and each compressor-state ring buffer is rounded up to its ratio.
+    - window KV: `layers` (the main model's) x pages of 256 tokens;
+    - 4x KV and indexer keys: one per 4x entry in compress_ratios, pages of 64 compressed entries;
+    - 128x KV: pages of 2 entries;
+    - fp32 compressor states per compressed layer (compress_state.py:105-145): kv and score, doubled on 4x layers
+      (overlapping windows), and the 4x layers' indexer state."""
+    c4_page, c128_page = PAGE_SIZE // 4, PAGE_SIZE // 128
+    index_page = c4_page * (k.index_head_dim + k.index_head_dim // INDEX_QUANT_BLOCK * 4)
+    c4_rows = _state_rows(sizes.c4_state, C4_RING, 4)
+    c128_rows = _state_rows(sizes.c128_state, C128_RING, 128)
+    return (
+        layers * _pages(sizes.swa, PAGE_SIZE) * _kv_page_bytes(k, PAGE_SIZE)
+        + k.c4_layers * _pages(sizes.c4, c4_page) * (_kv_page_bytes(k, c4_page) + index_page)
+        + k.c128_layers * _pages(sizes.c128, c128_page) * _kv_page_bytes(k, c128_page)
+        + k.c4_layers * c4_rows * 2 * 2 * (k.head_dim + k.index_head_dim) * STATE_BYTES
+        + k.c128_layers * c128_rows * 2 * k.head_dim * STATE_BYTES
+    )
 
 
 def window_tokens(chunk: int, concurrency: int) -> float:

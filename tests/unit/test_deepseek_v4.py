@@ -100,7 +100,10 @@ def test_flash_plan_renders_what_the_runtime_forces_and_budgets_that_pool():
     ratio = max(0.1, math.ceil((2 * chunk * 1.05 + 2 * 256) * 100 / cap) / 100)
     assert flags["--swa-full-tokens-ratio"] == ratio
     pool = next(i for i in r.gpu_budgets[0].items if i.name == "KV pool")
-    assert pool.bytes == math.ceil(cap * pool_bytes_per_token(44, 21, 20, ratio))
+    # the calculator's average per token sizes the pools; the class allocates whole padded pages on top of it
+    # (0.04-0.4 %, measured on an H200 and held exactly in test_pool_bytes_device.py)
+    average = cap * pool_bytes_per_token(44, 21, 20, ratio)
+    assert average < pool.bytes <= average * 1.005
 
 
 def test_converted_methods_are_refused_naming_mxfp4():

@@ -116,12 +116,17 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     if a.kind == "dsv4":
         return compressed_pool(spec, tokens, chunk, concurrency)
     if a.kind == "mla_nsa":
+        # the runtime floors the pool to whole 64-token pages (mixin :636-640), so the cap is rounded up to one; the
+        # latent holds size + page_size rows and the indexer (size + page_size + 1) // 64 pages (memory_pool.py:1441,
+        # :1801): 64 rows more than the cap (measured on an H200: tests/fixtures/device/pool-bytes-h200.json)
         cell = dsa.nsa_cell_bytes(spec, fp8=dtype_bytes == 1)
+        cap = ceil(tokens / dsa.NSA_PAGE_SIZE) * dsa.NSA_PAGE_SIZE
         return Pool(
-            tokens,
-            tokens * cell,
-            f"{tokens} tokens x {cell} B per token: latent KV and FP8 indexer keys as NSATokenToKVPool allocates "
-            "them (model_runner_kv_cache_mixin.py:153-159, :372-386)",
+            cap,
+            (cap + dsa.NSA_PAGE_SIZE) * cell,
+            f"({cap} + {dsa.NSA_PAGE_SIZE}) tokens x {cell} B per token: latent KV and FP8 indexer keys as "
+            "NSATokenToKVPool allocates them, one page more than the cap (memory_pool.py:1441, :1801; "
+            "model_runner_kv_cache_mixin.py:153-159, :372-386)",
         )
     if a.kind == "gqa_msa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)
@@ -151,6 +156,16 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
             f"{a.full_attention_layers} DSA layers) + {tail} B of KPool tails for {concurrency} request(s) "
             "(glm5_next_memory_pool.py:160-196, model_runner_kv_cache_mixin.py:94-159, :195-227)",
         )
+    if a.kind == "hybrid_linear":
+        # HybridLinearKVPool's full-attention MHATokenToKVPool holds size + page_size rows (memory_pool.py:812-820);
+        # the plan renders no --page-size, so pages are 1 token (measured on an H200: pool-bytes-h200.json)
+        cell = spec.kv_cell_bytes(tp, dtype_bytes)
+        return Pool(
+            tokens,
+            (tokens + 1) * cell,
+            f"({tokens} + 1) tokens x {cell} B per token (the {a.full_attention_layers} full-attention layers, this "
+            "rank; memory_pool.py:812-820)",
+        )
     if a.kind != "gqa_swa":
         cell = spec.kv_cell_bytes(tp, dtype_bytes)
         return Pool(tokens, tokens * cell, f"{tokens} tokens x {cell} B per token (all layers, this rank)")
@@ -175,19 +190,26 @@ def compressed_pool(spec: ModelSpec, tokens: int, chunk: int, concurrency: int) 
     full token (memory_profiler.py:63-98), the full-token count rounded down to 256-token pages (:103-105) and capped
     by --max-total-tokens (get_pool_sizes_by_configuration, :146-148). The plan renders the cap as the promised tokens
     rounded up to a page (more where the window pool needs it: dsv4_kv.full_tokens), and --swa-full-tokens-ratio
-    (dsv4_kv.swa_ratio), so the pool holds every promised token and the chunks in flight.
+    (dsv4_kv.swa_ratio), so the pool holds every promised token and the chunks in flight. The bytes are what
+    DeepSeekV4TokenToKVPool allocates for those sizes (dsv4_kv.allocated_bytes; measured equal on an H200,
+    tests/fixtures/device/pool-bytes-h200.json), 0.04-0.4 % above the calculator's average.
     Not shared over TP: one KV head, every rank keeps the whole cache (MQA, models/deepseek_v4.py:503)."""
     layout = dsv4_kv.layout(spec.attention)
     cap = dsv4_kv.full_tokens(tokens, chunk, concurrency)
     ratio = dsv4_kv.swa_ratio(cap, chunk, concurrency)
+    sizes = dsv4_kv.pool_sizes(layout, cap, ratio)
+    if sizes.full < tokens:  # the runtime's float division fell a hair short and floored a page away
+        cap += dsv4_kv.PAGE_SIZE
+        sizes = dsv4_kv.pool_sizes(layout, cap, ratio)
     per_token = dsv4_kv.bytes_per_full_token(layout, ratio)
     return Pool(
         cap,
-        ceil(cap * per_token),
+        dsv4_kv.allocated_bytes(layout, spec.layers, sizes),
         f"--max-total-tokens {cap} x {per_token:.1f} B per token (DeepSeek-V4's compressed pools as the runtime's "
         f"calculator counts them: window KV of {layout.layers} layers x {ratio}, compressed KV of {layout.c4_layers} "
-        f"4x and {layout.c128_layers} 128x layers, indexer keys, fp32 compressor states; memory_profiler.py:63-98); "
-        f"--swa-full-tokens-ratio {ratio} keeps {int(cap * ratio)} window tokens: two chunks in flight and a page per "
+        f"4x and {layout.c128_layers} 128x layers, indexer keys, fp32 compressor states; memory_profiler.py:63-98), "
+        "allocated in whole padded pages (deepseekv4_memory_pool.py:97-128, compress_state.py:122-123); "
+        f"--swa-full-tokens-ratio {ratio} keeps {sizes.swa} window tokens: two chunks in flight and a page per "
         "request",
         ratio,
     )

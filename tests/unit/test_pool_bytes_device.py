@@ -1,0 +1,106 @@
+"""ktwizard's KV / state pool bytes against what sglang-kt 0.7.2's own pool classes allocated on an H200.
+
+tests/fixtures/device/pool-bytes-h200.json was recorded by benchmarks/pool_bytes_device.py: the runtime's
+NSATokenToKVPool, MiniMaxSparseKVPool, DeepSeekV4TokenToKVPool (sized by its DSv4MemoryCalculator), MambaPool
+(Mamba2 and KDA state), MHATokenToKVPool and Glm5NextNSATokenToKVPool, constructed at the bundled presets' shapes with
+torch 2.11 on the GPU. Each case holds the bytes of every tensor the pool object holds (`tensor_bytes`) and the rise of
+torch.cuda.memory_allocated() (`allocated`).
+
+Tolerances, and why:
+- tensor bytes: the ledger may be short only by the pools' pointer tables (one uint64 per layer per sub-pool, e.g.
+  memory_pool.py:1416 data_ptrs), a few KiB; never over.
+- allocated: the caching allocator hands out whole blocks (a large block is not split when under 1 MiB would be left),
+  so each buffer may take up to 2 MiB more than its bytes; ktwizard budgets that in its allocator-overhead item.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ktwizard.models.presets import _spec
+from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import ledger, linear_state
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "device" / "pool-bytes-h200.json"
+POINTER_TABLES = 4 * 1024
+BLOCK_ROUNDING = 2 * 1024 * 1024
+DATA = json.loads(FIXTURE.read_text())
+CASES = DATA["cases"]
+
+
+def ledger_bytes(c: dict) -> int:
+    """The same configuration through ktwizard's ledger (the functions a plan's budget calls)."""
+    spec = _spec(c["preset"])
+    dtype_bytes = 1 if c.get("kv_dtype") == "fp8" else 2
+    kind = c["kind"]
+    if kind in ("nsa", "minimax_sparse", "mha_full"):
+        return ledger.kv_pool(spec, c["size"], 1, dtype_bytes, 8192, 4).bytes
+    if kind == "glm5_next_dsa":
+        return ledger.kv_pool(spec, c["size"], 1, dtype_bytes, 8192, c["concurrency"]).bytes
+    if kind == "dsv4":
+        return ledger.kv_pool(spec, c["tokens"], 1, 1, c["chunk"], c["concurrency"]).bytes
+    pool = linear_state.state_pool(spec, c["tp"], c["concurrency"])
+    assert pool is not None
+    return pool.allocated
+
+
+def buffers(c: dict) -> int:
+    """How many tensors the class allocates for this case, read from its constructor."""
+    kind = c["kind"]
+    if kind in ("nsa", "mha_full"):  # latent + index pages / K + V, per layer
+        return 2 * c["layers"]
+    if kind == "minimax_sparse":  # main K/V of all layers, index K (and V) of the sparse ones
+        return 2 * c["layers"] + c["index_layers"] + c["index_value_layers"]
+    if kind == "glm5_next_dsa":  # latent, index, two tails, and the FP8 latent's scale sidecar
+        return c["layers"] * (5 if c["kv_dtype"] == "fp8" else 4)
+    if kind == "dsv4":
+        c4 = sum(1 for r in c["compress_ratios"] if r == 4)
+        c128 = sum(1 for r in c["compress_ratios"] if r == 128)
+        return c["layers"] + 4 * c4 + 2 * c128  # window KV; 4x KV, index, two states; 128x KV, state
+    return 4 if kind == "kda" else 2  # conv state(s) + temporal state
+
+
+def test_the_recording_is_the_runtime_on_the_gpu():
+    assert DATA["device"].startswith("NVIDIA H200") and DATA["torch"].startswith("2.11")
+    assert len(CASES) == 46 and not [c["id"] for c in CASES if c.get("error")]
+    kinds = {c["kind"] for c in CASES}
+    assert kinds == {"nsa", "minimax_sparse", "dsv4", "mamba", "kda", "mha_full", "glm5_next_dsa"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_ledger_pool_bytes_equal_what_the_runtime_class_allocates(case):
+    mine = ledger_bytes(case)
+    assert 0 <= case["tensor_bytes"] - mine <= POINTER_TABLES, (case["tensor_bytes"], mine)
+    over = case["allocated"] - mine
+    assert 0 <= over <= buffers(case) * BLOCK_ROUNDING, (case["allocated"], mine)
+    assert over <= C.ALLOC_OVERHEAD_EXPANDABLE  # the allocator item of the budget covers the rounding
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["kind"] in ("mamba", "kda")], ids=lambda c: c["id"])
+def test_state_per_request_is_the_runtime_mamba_cache_per_req(case):
+    """BaseLinearStateParams.mamba_cache_per_req (mamba_utils.py:116-125), from the runtime's own shape classes."""
+    assert linear_state.per_request(_spec(case["preset"]), case["tp"]) == case["mamba_cache_per_req"]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["kind"] == "dsv4"], ids=lambda c: c["id"])
+def test_dsv4_pool_sizes_are_the_runtime_calculator(case):
+    """DSv4MemoryCalculator.get_pool_sizes_by_configuration, run on the device, against dsv4_kv.pool_sizes."""
+    from ktwizard.models import dsv4_kv
+
+    layout = dsv4_kv.layout(_spec(case["preset"]).attention)
+    assert dsv4_kv.bytes_per_full_token(layout, case["swa_ratio"]) == pytest.approx(
+        case["bytes_per_full_token"], rel=1e-12
+    )
+    s = dsv4_kv.pool_sizes(layout, case["max_total_tokens"], case["swa_ratio"])
+    got = {
+        "full_max_total_num_tokens": s.full,
+        "swa_max_total_num_tokens": s.swa,
+        "c4_max_total_num_tokens": s.c4,
+        "c128_max_total_num_tokens": s.c128,
+        "c4_state_pool_size": s.c4_state,
+        "c128_state_pool_size": s.c128_state,
+    }
+    assert got == case["pool_sizes"]
