@@ -10,8 +10,9 @@ from typing import Any
 from ktwizard.errors import BadInput
 from ktwizard.models import glm5_next
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.families import family_for, is_full_attention, minimax_sparse_layers
+from ktwizard.models.families import family_for, is_full_attention
 from ktwizard.models.formats import BF16, WeightFormat
+from ktwizard.models.minimax_m3 import sparse_layers as minimax_sparse_layers
 
 # Sizes no real model has: a config with more is a typing error or hostile, and would allocate without bound.
 MAX_LAYERS = 1024

@@ -11,10 +11,28 @@ figure (model_runner_kv_cache_mixin.py:479-556), so it is the figure a plan budg
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from ktwizard.models.spec import Attention
+
+class Attention(Protocol):
+    """The attention facts this module reads (models/spec.Attention has them; spec imports this module, so the
+    type is named by what it offers rather than imported)."""
+
+    @property
+    def compress_ratios(self) -> tuple[int, ...]: ...
+    @property
+    def full_attention_layers(self) -> int: ...
+    @property
+    def index_head_dim(self) -> int: ...
+    @property
+    def index_topk(self) -> int: ...
+    @property
+    def qk_nope_head_dim(self) -> int: ...
+    @property
+    def qk_rope_head_dim(self) -> int: ...
+    @property
+    def sliding_window(self) -> int: ...
+
 
 DEFAULT_SWA_RATIO = 0.1  # server_args.py:1841-1842: what 0.7.2 sets for DeepseekV4 when the flag is left alone
 PAGE_SIZE = 256  # server_args.py:1805-1806 forces it; model_runner_kv_cache_mixin.py:746 asserts it

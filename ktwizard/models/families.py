@@ -6,46 +6,14 @@ Adding a family is one entry here, a preset and a test: parse_config and the ten
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from dataclasses import replace as dataclass_replace
 from typing import Any
 
 from ktwizard.errors import BadInput
-from ktwizard.models import deepseek_v4, glm5_next
+from ktwizard.models import deepseek_v4, glm5_next, minimax_m3
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.formats import WeightFormat
+from ktwizard.models.family import Family, MoeLayout, no_layer_tensors
 from ktwizard.models.spec import Attention
-from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear, linear_attention, mla, mlp, plain
-
-
-@dataclass(frozen=True)
-class MoeLayout:
-    """What a family's config says about its MoE blocks."""
-
-    experts: int
-    moe_intermediate: int
-    moe_layers: tuple[int, ...]
-    shared_experts: int = 0
-    shared_intermediate: int = 0
-    score_bias: bool = False  # the router keeps an fp32 e_score_correction_bias
-    dense_intermediate: int = 0  # width of the dense MLP of non-MoE layers
-    hash_layers: int = 0  # leading layers routed by token id (DeepSeek-V4)
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    architectures: tuple[str, ...]
-    moe: Callable[[ConfigReader, int], MoeLayout]  # (config, layers) -> MoE layout
-    attention: Callable[[ConfigReader, int], Attention]  # (config, layers) -> attention facts
-    attention_tensors: Callable[[str, Arch, int], Iterator[Tensor]]  # (layer prefix, arch, layer) -> tensors
-    moe_tensors: Callable[[str, Arch], Iterator[Tensor]]  # (layer prefix, arch) -> router, experts, shared experts
-    # Kimi K2.5+ wrap the text model in a vision-language config: (text config, tensor-name prefix)
-    unwrap: Callable[[dict[str, Any]], tuple[dict[str, Any], str]] | None = None
-    # A checkpoint that keeps its own tensor names and formats (DeepSeek-V4): its whole inventory, its formats reader
-    inventory: Callable[[Arch], Iterator[Tensor]] | None = None
-    formats: Callable[[dict[str, Any]], tuple[WeightFormat, WeightFormat]] | None = None
-
+from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear_attention, mla, mlp, plain
 
 # --- how configs read -----------------------------------------------------------------------------------------
 
@@ -262,128 +230,6 @@ def _gpt_oss_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
     yield from gpt_oss_experts(f"{p}.mlp.experts", a)
 
 
-# --- MiniMax-M3 (sglang/srt/models/minimax_m3.py, minimax_m3_vl.py) -------------------------------------------------
-# A vision-language wrapper (MiniMaxM3SparseForConditionalGeneration) around a decoder whose first layers are dense
-# (moe_layer_freq 0, MLP of dense_intermediate_size) and whose sparse-attention layers (sparse_attention_freq 1) add
-# an index branch: index_q_proj (sparse_num_index_heads x sparse_index_dim), a single index_k_proj head, per-head
-# q/k norms, and index_v_proj + index_o_proj only where sparse_disable_index_value is 0 (minimax_m3.py:590-660,
-# load_weights :1748-1900; configs/model_config.py:117-128 reads the two lists).
-
-
-def _minimax_m3_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Decoder keys under text_config, tensors under language_model.model. (minimax_m3_vl.py:110-122); the
-    quantization_config sits on the wrapper."""
-    text = cfg.get("text_config")
-    if not isinstance(text, dict):
-        return cfg, "model."
-    quant = text.get("quantization_config", cfg.get("quantization_config"))
-    return {**text, "architectures": cfg.get("architectures"), "quantization_config": quant}, "language_model.model."
-
-
-def _flag_list(cfg: ConfigReader, key: str, layers: int, container: dict[str, Any] | None = None) -> list[bool]:
-    """A per-layer 0/1 list (moe_layer_freq, sparse_attention_freq ...): absent means all-off; wrong length refused."""
-    data = cfg.data if container is None else container
-    v = data.get(key)
-    if v is None:
-        return [False] * layers
-    if not isinstance(v, list) or len(v) != layers or not all(isinstance(x, (int, bool)) for x in v):
-        raise BadInput(f"{cfg.where}: config.json '{key}' must list 0/1 for each of the {layers} layers")
-    return [bool(x) for x in v]
-
-
-def _sparse_config(cfg: ConfigReader) -> dict[str, Any]:
-    sparse = cfg.get("sparse_attention_config")
-    if sparse is None:
-        return {}
-    if not isinstance(sparse, dict):
-        raise BadInput(f"{cfg.where}: config.json 'sparse_attention_config' must be an object")
-    return sparse
-
-
-def minimax_sparse_layers(cfg: ConfigReader, layers: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(sparse layers, sparse layers keeping index values): get_minimax_sparse_layer_ids and
-    get_minimax_sparse_disable_value_layer_ids (configs/model_config.py:117-128); the index value exists on a sparse
-    layer whose disable flag is 0 (minimax_m3.py:1336-1343, :633-660)."""
-    sparse = _sparse_config(cfg)
-    on = _flag_list(cfg, "sparse_attention_freq", layers, sparse)
-    off_value = _flag_list(cfg, "sparse_disable_index_value", layers, sparse)
-    at = tuple(i for i in range(layers) if on[i])
-    return at, tuple(i for i in at if not off_value[i])
-
-
-def _minimax_m3_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
-    """moe_layer_freq picks the MoE layers (minimax_m3.py:1359-1361); intermediate_size is one expert's width, the
-    shared expert is intermediate_size x n_shared_experts wide (:385) and dense layers use dense_intermediate_size
-    (:1383)."""
-    moe_inter, shared = cfg.need("intermediate_size"), cfg.count("n_shared_experts")
-    freq = _flag_list(cfg, "moe_layer_freq", layers) if cfg.get("moe_layer_freq") is not None else [True] * layers
-    return MoeLayout(
-        experts=cfg.need("num_local_experts"),
-        moe_intermediate=moe_inter,
-        moe_layers=tuple(i for i in range(layers) if freq[i]),
-        shared_experts=shared,
-        shared_intermediate=moe_inter * shared,
-        score_bias=bool(cfg.get("use_routing_bias", False)),
-        dense_intermediate=cfg.count("dense_intermediate_size"),
-    )
-
-
-def _minimax_m3_attention(cfg: ConfigReader, layers: int) -> Attention:
-    base = _gqa_attention(cfg, layers)
-    at, valued = minimax_sparse_layers(cfg, layers)
-    if not at:
-        return base
-    sparse = _sparse_config(cfg)
-    sub = ConfigReader(sparse, f"{cfg.where} sparse_attention_config")
-    return dataclass_replace(
-        base,
-        kind="gqa_msa",
-        index_n_heads=sub.need("sparse_num_index_heads"),
-        index_head_dim=sub.need("sparse_index_dim"),
-        index_layers=len(at),
-        index_value_layers=len(valued),
-        sparse_topk_tokens=sub.need("sparse_topk_blocks") * sub.need("sparse_block_size"),
-    )
-
-
-def _minimax_m3_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
-    """q/k/v/o + per-head q_norm/k_norm on every layer; the index branch on sparse layers (minimax_m3.py:590-705)."""
-    at, h, f = a.attention, a.hidden, a.other_format
-    yield from gqa(f"{p}.self_attn", a, bias=False, qk_norm="per_head")
-    if i not in a.sparse_attention_at:
-        return
-    yield from linear(f"{p}.self_attn.index_q_proj", at.index_n_heads * at.index_head_dim, h, f)
-    yield from linear(f"{p}.self_attn.index_k_proj", at.index_head_dim, h, f)
-    yield plain(f"{p}.self_attn.index_q_norm.weight", (at.index_head_dim,))
-    yield plain(f"{p}.self_attn.index_k_norm.weight", (at.index_head_dim,))
-    if i in a.index_value_at:
-        yield from linear(f"{p}.self_attn.index_v_proj", at.index_head_dim, h, f)
-        yield from linear(f"{p}.self_attn.index_o_proj", h, at.index_n_heads * at.index_head_dim, f)
-
-
-def _minimax_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
-    """MiniMax-M2 and M3: block_sparse_moe.gate kept in F32 (the router GEMM runs in fp32, minimax_m2.py:365-370,
-    minimax_m3.py:395-402; the M2.7, M3 and M3-MXFP8 checkpoints' headers store it so), the fp32 score bias, experts
-    w1/w3/w2, and M3's shared expert."""
-    yield plain(f"{p}.block_sparse_moe.gate.weight", (a.routed_experts, a.hidden), "F32")
-    if a.score_bias:
-        yield plain(f"{p}.block_sparse_moe.e_score_correction_bias", (a.routed_experts,), "F32")
-    yield from experts(f"{p}.block_sparse_moe.experts", a, ("w1", "w3", "w2"))
-    if a.shared_intermediate:
-        yield from mlp(f"{p}.block_sparse_moe.shared_experts", a.shared_intermediate, a.hidden, a.other_format)
-
-
-MINIMAX_M3 = Family(
-    "minimax_m3",
-    ("MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3SparseForCausalLM"),
-    _minimax_m3_moe,
-    _minimax_m3_attention,
-    _minimax_m3_tensors,
-    _minimax_moe_tensors,
-    unwrap=_minimax_m3_unwrap,
-)
-
-
 FAMILIES: tuple[Family, ...] = (
     Family(
         "deepseek",
@@ -451,7 +297,7 @@ FAMILIES: tuple[Family, ...] = (
         _every_layer_moe(True),
         _gqa_attention,
         _gqa_tensors(qk_norm="per_layer"),
-        _minimax_moe_tensors,  # the MiniMax-M3 block above: the same MoE layout, F32 router
+        minimax_m3.moe_tensors,  # the same MoE layout as M3, F32 router
     ),
     Family(
         "gpt_oss",
@@ -461,7 +307,16 @@ FAMILIES: tuple[Family, ...] = (
         _gqa_tensors(bias=True, sinks=True),
         _gpt_oss_moe_tensors,
     ),
-    MINIMAX_M3,
+    # --- MiniMax-M3: sparse-attention layers with an index branch (models/minimax_m3.py) ---
+    Family(
+        "minimax_m3",
+        minimax_m3.ARCHITECTURES,
+        minimax_m3.moe,
+        lambda cfg, layers: minimax_m3.attention(_gqa_attention(cfg, layers), cfg, layers),
+        minimax_m3.attention_tensors,
+        minimax_m3.moe_tensors,
+        unwrap=minimax_m3.unwrap,
+    ),
     Family(
         "mixtral",
         ("MixtralForCausalLM",),
@@ -490,17 +345,13 @@ def _deepseek_v4_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
     )
 
 
-def _no_layer_tensors(p: str, a: Arch, i: int = 0) -> Iterator[Tensor]:
-    return iter(())  # the family's inventory walks the whole checkpoint itself
-
-
 DEEPSEEK_V4 = Family(
     "deepseek_v4",
     (deepseek_v4.ARCHITECTURE,),
     _deepseek_v4_moe,
     deepseek_v4.attention,
-    _no_layer_tensors,
-    _no_layer_tensors,
+    no_layer_tensors,
+    no_layer_tensors,
     inventory=deepseek_v4.tensors,
     formats=deepseek_v4.formats,
 )
@@ -512,11 +363,8 @@ BY_NAME = {f.name: f for f in FAMILIES}
 
 # Served by sglang-kt 0.7.2 (their model classes are in the wheel) but not sized by ktwizard yet: their attention
 # keeps state the memory model does not describe. Named, so a user learns it is ktwizard's gap, not the runtime's.
-NOT_SIZED = {
-    "Glm5NextForConditionalGeneration": "hybrid linear attention + DSA with hyper-connections (models/glm5_next.py)",
-    "MiniMaxM3ForCausalLM": "block-sparse attention with an index head (models/minimax_m3.py)",
-    "MiniMaxM3SparseForCausalLM": "block-sparse attention with an index head (models/minimax_m3.py)",
-}
+# Empty since DeepSeek-V4, GLM-5-Next and MiniMax-M3 are sized; the next release's new classes go here first.
+NOT_SIZED: dict[str, str] = {}
 
 
 def family_for(architecture: str, where: str) -> Family:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ktwizard.models import glm5_next as model
 from ktwizard.models.spec import ModelSpec
-from ktwizard.runtime.rules import DsaKv
+from ktwizard.runtime.dsa import DsaKv
 
 SUPPORTED_TP = (1, 2, 4, 8)  # configs/glm5_next.py:18 GLM5_NEXT_SUPPORTED_TP_SIZES, checked at server_args.py:1545
 PAGE_SIZE = 64  # server_args.py:1925-1927; glm5_next_memory_pool.py:85-86 refuses any other page size

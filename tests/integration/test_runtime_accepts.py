@@ -23,7 +23,7 @@ from ktwizard.models.presets import all_presets
 from ktwizard.planner.core import plan
 from ktwizard.planner.types import Goals
 from ktwizard.render.args import argv
-from ktwizard.runtime import glm5_next, rules
+from ktwizard.runtime import dsa, glm5_next, rules
 
 # The image's cuDNN: torch 2.9.1 alone brings 9.10, with which 0.7.2 refuses multimodal models (server_args.py:6296)
 IMAGE_CUDNN = str(yaml.safe_load((REPO / "assets" / "docker" / "versions.yaml").read_text())["cudnn"])
@@ -111,7 +111,7 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
                         "argv": args,
                         "env": {e.name: e.value for e in result.env},
                         "flags": {f.name: f.value for f in result.flags},
-                        "dsa": rules.is_dsa(preset.spec()) or glm5_next.applies(preset.spec()),
+                        "dsa": dsa.is_dsa(preset.spec()) or glm5_next.applies(preset.spec()),
                         # ktwizard says the runtime refuses this GPU (GLM-5-Next off SM86/SM89/Blackwell): the
                         # runtime must refuse it too
                         "refuse": glm5_next.gpu_problem(preset.spec(), (gpus[0].compute_capability,)) is not None,
@@ -167,7 +167,7 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
                 wrong.append(f"{case['id']}: attention backend {r['attention_backend']}, DSA needs nsa")
             if "--kv-cache-dtype" in flags and r["kv_cache_dtype"] != flags["--kv-cache-dtype"]:
                 wrong.append(f"{case['id']}: KV dtype {r['kv_cache_dtype']} vs planned {flags['--kv-cache-dtype']}")
-            if case["dsa"] and r["page_size"] != rules.NSA_PAGE_SIZE:
+            if case["dsa"] and r["page_size"] != dsa.NSA_PAGE_SIZE:
                 wrong.append(f"{case['id']}: page size {r['page_size']}")
             if case["tp"] > 1 and not r["disable_custom_all_reduce"]:
                 wrong.append(f"{case['id']}: custom all-reduce left on with expandable segments")

@@ -17,7 +17,7 @@ from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem
 from ktwizard.planner.memory.steps import Int4Layer, Step
-from ktwizard.runtime import glm5_next, rules
+from ktwizard.runtime import dsa, glm5_next, rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
 # never alive together (budget.BudgetItem.exclusive).
@@ -116,7 +116,7 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     if a.kind == "dsv4":
         return compressed_pool(spec, tokens, chunk, concurrency)
     if a.kind == "mla_nsa":
-        cell = rules.nsa_cell_bytes(spec, fp8=dtype_bytes == 1)
+        cell = dsa.nsa_cell_bytes(spec, fp8=dtype_bytes == 1)
         return Pool(
             tokens,
             tokens * cell,

@@ -25,7 +25,7 @@ from ktwizard.planner.memory import linear_state, margin, steps
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
-from ktwizard.runtime import glm5_next, rules
+from ktwizard.runtime import dsa, glm5_next, rules
 from ktwizard.units import human
 
 
@@ -77,7 +77,7 @@ class Sizing:
         self.backend = backend or "flashinfer"  # unknown: budget as if it took the costlier flashinfer paths
         self.backend_known = backend is not None
         # DeepSeek sparse attention: the runtime settles the KV dtype itself (runtime/rules.py); budget that one
-        self.dsa_kv = rules.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if rules.is_dsa(spec) else None
+        self.dsa_kv = dsa.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if dsa.is_dsa(spec) else None
         if glm5_next.applies(spec):  # the GPU profile fixes the KV dtype (runtime/glm5_next.py)
             self.dsa_kv = glm5_next.kv_for(tuple(g.compute_capability for g in gpus))
         # a checkpoint that names its KV dtype (ModelOpt); DeepSeek-V4 sizes its own pools
