@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy
+from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy, weight_decode
 from ktwizard.planner.forecast.speeds import socket_bandwidth
 from ktwizard.planner.forecast.terms import CORE_BW, HELD_OUT, TERMS, Terms
 
@@ -67,10 +67,19 @@ NEW_MODELS = "benchmarks/results/forecast-validation-new-models.md"
 
 
 def decode_note(s: Setup) -> str:
+    spec = s.spec
+    weights = (
+        spec.experts_per_token
+        * (1 - s.hit)
+        * spec.moe_layer_count
+        * spec.params_by_group.get("routed_experts", 0)
+        / max(1, spec.moe_layer_count * spec.routed_experts)
+    )
+    one = weights * weight_decode(s, spec.experts_per_token / max(1, spec.routed_experts))
     return (
         f"{s.method} experts: kt-kernel decodes each weight to BF16 on the shuffle pipes before its dot product "
         f"({s.decode_cycles:.3f} cycles per weight from the kernel's instruction count, per token on the mat-vec "
-        f"path), which binds when threads are few ({s.threads} x {s.clock / 1e9:.2f} GHz here)"
+        f"path): {one * 1e3:.1f} ms per step for one stream on {s.threads} threads, a floor under the CPU experts' time"
     )
 
 
