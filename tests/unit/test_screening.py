@@ -63,7 +63,9 @@ def test_presets_command_shows_the_badge():
     out = run_cli("presets", "--host", "xeon-2s-amx-4x4090-48gb", "--json")
     assert out.returncode == 0, out.stderr
     rows = {r["id"]: r for r in json.loads(out.stdout)}
-    assert rows["qwen3.5-35b-a3b"]["fits"] is True and rows["qwen3.5-35b-a3b"]["badge"].startswith("✓ fits, 256/256 on GPU")
+    assert rows["qwen3.5-35b-a3b"]["fits"] is True and rows["qwen3.5-35b-a3b"]["badge"].startswith(
+        "✓ fits, 256/256 on GPU"
+    )
     assert rows["deepseek-r1-nvfp4"]["badge"] == "✗ GPU architecture lacks the kernel"
     text = run_cli("presets", "--host", "xeon-2s-amx-4x4090-48gb")
     assert any(line.startswith("qwen3.5-35b-a3b ") and "✓ fits" in line for line in text.stdout.splitlines())
