@@ -65,12 +65,15 @@ def rows() -> list[dict]:
 def setup(r: dict) -> Setup:
     host = load_host(str(DATA / "hosts" / f"{r['host']}.yaml"))
     spec = get_preset(r["preset"]).spec()
+    if r.get("top_k"):  # a run that overrode the checkpoint's routing (stated in its notes)
+        spec = replace(spec, experts_per_token=int(r["top_k"]))
     cpuinfer = int(r["cpuinfer"]) or host.cpu.physical_cores
     threads = min(cpuinfer, host.cpu.physical_cores)
     th = int(r["threshold"]) if r["threshold"] else None
     pools = int(r["pools"]) or host.cpu.sockets
+    kv = int(r.get("kv_bytes") or 2)  # the KV dtype the run's cache had (1: FP8)
     return setup_for(
-        host, spec, r["method"], int(r["gpu_experts"]), host.gpus.devices, threads, pools, int(r["chunk"]), th
+        host, spec, r["method"], int(r["gpu_experts"]), host.gpus.devices, threads, pools, int(r["chunk"]), th, None, kv
     )
 
 
@@ -197,7 +200,8 @@ def leave_machine_out(fitted: list[tuple[dict, Setup]], start: Terms) -> tuple[d
 
 
 def main() -> None:
-    data = [(r, setup(r)) for r in rows()]
+    # era "new-model": figures for models no fit may use yet; benchmarks/forecast_new_models.py scores them
+    data = [(r, setup(r)) for r in rows() if r["era"] != "new-model"]
     screened = {r["id"] for r, s in data if beats_floor(r, s)}
     new = [(r, s) for r, s in data if r["era"] == "new" and r["id"] not in screened]
     fitted = [(r, s) for r, s in new if not aside(r)]

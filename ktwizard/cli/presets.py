@@ -52,12 +52,15 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
-    print(f"{'id':24} {'params':>8} {'active':>7} {'experts':>9} {'format':34} {'routed':>11} {'other':>10}  methods")
+    w = max([24, *(len(r["id"]) for r in rows)])
+    wf = max([34, *(len(r["checkpoint_format"]) for r in rows)])
+    head = f"{'params':>8} {'active':>7} {'experts':>9} {'format':{wf}} {'routed':>11} {'other':>10}  methods"
+    print(f"{'id':{w}} {head}")
     for r in rows:
         print(
-            f"{r['id']:24} {r['total_params'] / 1e9:7.1f}B {r['active_params'] / 1e9:6.1f}B "
+            f"{r['id']:{w}} {r['total_params'] / 1e9:7.1f}B {r['active_params'] / 1e9:6.1f}B "
             f"{r['routed_experts']:>4}x{r['moe_layers']:<4} "
-            f"{r['checkpoint_format']:34} {human(r['routed_bytes']):>11} {human(r['non_expert_bytes']):>10}  "
+            f"{r['checkpoint_format']:{wf}} {human(r['routed_bytes']):>11} {human(r['non_expert_bytes']):>10}  "
             f"{','.join(r['kt_methods'])}" + (f"  {r['badge']}" if r.get("badge") else "")
         )
     return 0

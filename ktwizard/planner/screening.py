@@ -46,8 +46,8 @@ class Screening:
         if self.obstacle:
             return f"✗ {self.obstacle}"
         if self.fits:
-            # short enough for one line of the wizard's list: "✓ fits 35/256 GPU 128k" (experts per layer, context)
-            return f"✓ fits {self.gpu_experts}/{self.routed_experts} GPU {self.context // 1024}k"
+            # short enough for one line of the wizard's list: routed experts per layer on the GPUs, longest context
+            return f"✓ fits, {self.gpu_experts}/{self.routed_experts} on GPU, {self.context // 1024}k ctx"
         return f"✗ {self.over}"
 
 

@@ -26,7 +26,7 @@ def test_model_list_shows_fits_and_obstacles():
             labels = {
                 str(ol.get_option_at_index(i).id): str(ol.get_option_at_index(i).prompt) for i in range(ol.option_count)
             }
-            assert labels["qwen3.5-35b-a3b"].endswith("✓ fits 256/256 GPU 128k")
+            assert labels["qwen3.5-35b-a3b"].endswith("✓ fits, 256/256 on GPU, 128k ctx")
             app.screen.query_one("#search").value = "r1-nvfp4"
             await pilot.pause()
             label = str(ol.get_option_at_index(0).prompt)

@@ -28,7 +28,7 @@ def test_small_model_fits_whole_on_four_gpus():
     routed_per_gpu = 256 * 40 * 3 * 2048 * 512 * 2 / 4
     assert routed_per_gpu + 131072 * 20480 < 0.8 * 48 * 2**30
     assert s.fits and (s.gpu_experts, s.routed_experts, s.context) == (256, 256, 131072)
-    assert s.badge == "✓ fits 256/256 GPU 128k"
+    assert s.badge == "✓ fits, 256/256 on GPU, 128k ctx"
 
 
 @pytest.mark.parametrize("host", bundled_hosts())
@@ -63,7 +63,9 @@ def test_presets_command_shows_the_badge():
     out = run_cli("presets", "--host", "xeon-2s-amx-4x4090-48gb", "--json")
     assert out.returncode == 0, out.stderr
     rows = {r["id"]: r for r in json.loads(out.stdout)}
-    assert rows["qwen3.5-35b-a3b"]["fits"] is True and rows["qwen3.5-35b-a3b"]["badge"].startswith("✓ fits 256/256")
+    assert rows["qwen3.5-35b-a3b"]["fits"] is True and rows["qwen3.5-35b-a3b"]["badge"].startswith(
+        "✓ fits, 256/256 on GPU"
+    )
     assert rows["deepseek-r1-nvfp4"]["badge"] == "✗ GPU architecture lacks the kernel"
     text = run_cli("presets", "--host", "xeon-2s-amx-4x4090-48gb")
     assert any(line.startswith("qwen3.5-35b-a3b ") and "✓ fits" in line for line in text.stdout.splitlines())

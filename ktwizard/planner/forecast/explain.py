@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy
+from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy, weight_decode
 from ktwizard.planner.forecast.speeds import socket_bandwidth
 from ktwizard.planner.forecast.terms import CORE_BW, HELD_OUT, TERMS, Terms
 
@@ -58,13 +58,51 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         + ", ".join(f"{k} {lo:+.0%}..{hi:+.0%}" for k, (lo, hi) in HELD_OUT.items())
         + "; "
         "benchmarks/results/forecast-validation.md)",
-        *(
-            (
-                "DeepSeek-V4: no V4 run was fitted or held out; decode attention reads each layer's window, the "
-                "indexer's top-k and the compressed entries, not every token; the one published V4 figure (KT's "
-                "8 x RTX 5090 tutorial, 26.5 tok/s) lies below the range (benchmarks/results/deepseek-v4-facts.md)",
-            )
-            if spec.attention.kind == "dsv4"
-            else ()
-        ),
+        *((decode_note(s),) if s.decode_cycles else ()),
+        *((note,) if (note := model_note(spec.model_type)) else ()),
     )
+
+
+NEW_MODELS = "benchmarks/results/forecast-validation-new-models.md"
+
+
+def decode_note(s: Setup) -> str:
+    spec = s.spec
+    weights = (
+        spec.experts_per_token
+        * (1 - s.hit)
+        * spec.moe_layer_count
+        * spec.params_by_group.get("routed_experts", 0)
+        / max(1, spec.moe_layer_count * spec.routed_experts)
+    )
+    one = weights * weight_decode(s, spec.experts_per_token / max(1, spec.routed_experts))
+    return (
+        f"{s.method} experts: kt-kernel decodes each weight to BF16 on the shuffle pipes before its dot product "
+        f"({s.decode_cycles:.3f} cycles per weight from the kernel's instruction count, per token on the mat-vec "
+        f"path): {one * 1e3:.1f} ms per step for one stream on {s.threads} threads, a floor under the CPU experts' time"
+    )
+
+
+def model_note(model_type: str) -> str:
+    """What the forecast of a model no fit has seen rests on: the published figures it was checked against, if any
+    (never fitted, outside the band's evidence)."""
+    if model_type == "deepseek_v4":
+        return (
+            "DeepSeek-V4: no V4 run was fitted; decode attention reads each layer's window, the indexer's top-k and "
+            "the compressed entries. Checked on KT's 8 x RTX 5090 tutorial (26.5 tok/s, 8 threads): -3 %, CPU "
+            f"assumed; another author's Xeon Gold 6138 run (AMXINT4, top-4): +24 % ({NEW_MODELS})"
+        )
+    if model_type.startswith("glm5_next"):
+        return (
+            "GLM-5-Next: NOT validated. The one published figure (KT PR #2173: 4 x RTX 5090, 64 threads, no GPU "
+            "experts) decodes at 15.4 tok/s where this model forecasts 2.3 x that (cause unresolved: per-layer "
+            f"hyper-connection and KDA work, or thread oversubscription); read decode as an upper bound ({NEW_MODELS})"
+        )
+    if model_type.startswith("qwen3_5"):
+        return (
+            "Qwen3.5: prefill checked on ktransformers#1914 (Qwen3.5-122B-A10B-FP8, AVX2 build): -3 % to +24 %; "
+            f"its decode shares Qwen3-Next's fitted terms but no Qwen3.5 decode figure was checked ({NEW_MODELS})"
+        )
+    if model_type.startswith("minimax_m3") or model_type == "glm_moe_dsa":
+        return "no published SGLang-KT figure for this model: the forecast is the fitted terms applied to its facts"
+    return ""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.forecast.attention import attention_flops, attention_read
 from ktwizard.planner.forecast.explain import rests_on
-from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, cpu_flops, upload_copy
+from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, cpu_flops, upload_copy, weight_decode
 from ktwizard.planner.forecast.terms import HELD_OUT, TERMS, Terms
 from ktwizard.planner.memory import items as M
 
@@ -46,12 +46,15 @@ def touched_split(s: Setup, tokens: int) -> tuple[float, float]:
 
 def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
     """The CPU-resident experts for `tokens` tokens (a decode batch or a prefill chunk): their reads at the host's
-    bandwidth, or their math at its peak, whichever binds."""
+    bandwidth, their math at its peak, or (MXFP4 / MXFP8) their weights' decode to BF16, whichever binds."""
     spec, L = s.spec, s.spec.moe_layer_count
     on_cpu = 1 - s.hit
     read = touched_split(s, tokens)[0] * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
-    math = 2.0 * tokens * spec.experts_per_token * on_cpu * L * _expert_params(spec) / cpu_flops(s, t)
-    return max(read, math)
+    weights = tokens * spec.experts_per_token * on_cpu * L * _expert_params(spec)  # routed weights the CPU multiplies
+    math = 2.0 * weights / cpu_flops(s, t)
+    # microscaled methods (MXFP4 / MXFP8) decode each weight to BF16 on the shuffle pipes, per token at decode
+    decode = weights * weight_decode(s, tokens * spec.experts_per_token / max(1, spec.routed_experts))
+    return max(read, math, decode)
 
 
 def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> Step:

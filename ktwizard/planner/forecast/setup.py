@@ -14,6 +14,7 @@ from ktwizard.planner.forecast.speeds import (
     gpu_speed,
     platform_memory,
     socket_bandwidth,
+    weight_decode_cycles,
 )
 from ktwizard.planner.forecast.terms import CORE_BW, TERMS, Terms
 
@@ -37,6 +38,9 @@ class Setup:
     hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
     measured_bps: float | None = None  # probe --bandwidth: read bandwidth per socket; None when not measured
     kv_dtype_bytes: int = 2  # the rendered --kv-cache-dtype: 1 for fp8_e4m3 (decode reads the cache in it), else 2
+    decode_cycles: float = (
+        0.0  # core cycles per weight decoding a microscaled expert weight (speeds.weight_decode_cycles)
+    )
 
     @property
     def hit(self) -> float:
@@ -59,6 +63,7 @@ def setup_for(
     kv_dtype_bytes: int = 2,
 ) -> Setup:
     fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method)
+    decode_cycles, _ = weight_decode_cycles(host.cpu.flags, method)
     clock, _ = cpu_clock(host.cpu.brand)
     return Setup(
         spec=spec,
@@ -76,6 +81,7 @@ def setup_for(
         hit_rate=hit_rate,
         measured_bps=measured_per_socket(host),
         kv_dtype_bytes=kv_dtype_bytes,
+        decode_cycles=decode_cycles,
     )
 
 
@@ -117,3 +123,11 @@ def upload_copy(s: Setup, t: Terms = TERMS) -> float:
 
 def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
     return s.threads * s.clock * s.flops_per_cycle * t.cpu_flops_eff
+
+
+def weight_decode(s: Setup, tokens_per_expert: float) -> float:
+    """Seconds per routed weight the CPU spends decoding it to BF16 for one pass of the layer: per token on the
+    mat-vec path, once per 4 tokens on the mat-mat tile, which kt-kernel takes when qlen > 4 x experts / top-k
+    (fp4-moe.hpp:404-425), i.e. above 4 tokens per expert on average. A port-throughput floor: no efficiency applies."""
+    tiles = 4.0 if tokens_per_expert > 4 else 1.0
+    return s.decode_cycles / tiles / (s.threads * s.clock)

@@ -113,6 +113,27 @@ def cpu_flops_per_cycle(flags: tuple[str, ...], method: str) -> tuple[int, str]:
     return 32, "AVX2 FP32 (2 FMA ports)"
 
 
+# Shuffle-class instructions kt-kernel's MXFP4 / MXFP8 kernels spend turning 32 weights into BF16 before their dot
+# product, per CPU build (kvcache-ai/ktransformers@95009ea6, kt-kernel/operators/amx/):
+# - MXFP4 with AVX512-BF16 (fp4-moe.hpp:57-85, mxfp4_to_bf16_32): 4 PSHUFB + 4 PUNPCK*BW + 4 PUNPCK*WD + 2 VINSERTI128
+#   + 1 VINSERTI64X4 = 15; without AVX512-BF16 (:106-127): 2 VPMOVZXBD + 2 VPERMPS = 4;
+# - MXFP8 with AVX512-BF16 (mxfp8-moe.hpp:160-205): 2 VPERMT2B + 2 VPUNPCK*BW + 1 VINSERTI64X4 + 1 VPERMQ = 6.
+# Block FP8 (amx_raw_kernels.hpp:324-331: 4 per 64 weights) and the integer methods decode far below their reads.
+DECODE_SHUFFLES_PER_32 = {("MXFP4", True): 15, ("MXFP4", False): 4, ("MXFP8", True): 6, ("MXFP8", False): 6}
+SHUFFLE_PIPES = 2  # vector shuffle pipes per core: Zen 4/5 FP1+FP2; Ice Lake and later ports 1+5 for 128/256-bit
+
+
+def weight_decode_cycles(flags: tuple[str, ...], method: str) -> tuple[float, str]:
+    """Core cycles per weight kt-kernel spends decoding a microscaled weight to BF16, bound by the shuffle pipes; 0
+    for methods whose decode is cheaper than their read. The mat-vec path (a layer's tokens per expert under 4 on
+    average) decodes every weight once per token (fp4-moe.hpp:156-210: the token loop is outermost); the mat-mat tile
+    decodes once per 4 tokens (:212-)."""
+    n = DECODE_SHUFFLES_PER_32.get((method, "avx512_bf16" in flags))
+    if n is None or "avx512f" not in flags:
+        return 0.0, ""
+    return n / 32 / SHUFFLE_PIPES, f"{method} decode: {n} shuffles per 32 weights on {SHUFFLE_PIPES} shuffle pipes"
+
+
 CPU_CLOCK = 2.5e9  # base clock assumed for a CPU not in the table below
 # Base clocks from the vendors' data sheets for the CPUs KT users run (AVX-512 all-core load runs near base).
 CPU_CLOCKS = (
