@@ -9,8 +9,10 @@ torch.cuda.memory_allocated() (`allocated`).
 Tolerances, and why:
 - tensor bytes: the ledger may be short only by the pools' pointer tables (one uint64 per layer per sub-pool, e.g.
   memory_pool.py:1416 data_ptrs), a few KiB; never over.
-- allocated: the caching allocator hands out whole blocks (a large block is not split when under 1 MiB would be left),
-  so each buffer may take up to 2 MiB more than its bytes; ktwizard budgets that in its allocator-overhead item.
+- allocated, default allocator: it hands out whole blocks (a large block is not split when under 1 MiB would be
+  left), so each buffer may take up to 2 MiB more than its bytes; ktwizard budgets that in its allocator-overhead item.
+- allocated, expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, what ktwizard renders;
+  pool-bytes-h200-expandable.json, same cases): only the 512-byte rounding of each tensor, pointer tables included.
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ from ktwizard.planner.memory import ledger, linear_state
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "device" / "pool-bytes-h200.json"
 POINTER_TABLES = 4 * 1024
 BLOCK_ROUNDING = 2 * 1024 * 1024
+EXPANDABLE = FIXTURE.with_name("pool-bytes-h200-expandable.json")
+SMALL_ROUNDING = 512  # the caching allocator's rounding of every size (c10/cuda/CUDACachingAllocator.cpp kMinBlockSize)
+HELPER_TENSORS = 8  # pointer tables and mappings beside the buffers, each rounded to 512 B too
 DATA = json.loads(FIXTURE.read_text())
 CASES = DATA["cases"]
+EXPANDABLE_CASES = json.loads(EXPANDABLE.read_text())["cases"]
 
 
 def ledger_bytes(c: dict) -> int:
@@ -66,6 +72,8 @@ def buffers(c: dict) -> int:
 def test_the_recording_is_the_runtime_on_the_gpu():
     assert DATA["device"].startswith("NVIDIA H200") and DATA["torch"].startswith("2.11")
     assert len(CASES) == 46 and not [c["id"] for c in CASES if c.get("error")]
+    assert [c["id"] for c in EXPANDABLE_CASES] == [c["id"] for c in CASES]
+    assert not [c["id"] for c in EXPANDABLE_CASES if c.get("error")]
     kinds = {c["kind"] for c in CASES}
     assert kinds == {"nsa", "minimax_sparse", "dsv4", "mamba", "kda", "mha_full", "glm5_next_dsa"}
 
@@ -77,6 +85,14 @@ def test_ledger_pool_bytes_equal_what_the_runtime_class_allocates(case):
     over = case["allocated"] - mine
     assert 0 <= over <= buffers(case) * BLOCK_ROUNDING, (case["allocated"], mine)
     assert over <= C.ALLOC_OVERHEAD_EXPANDABLE  # the allocator item of the budget covers the rounding
+
+
+@pytest.mark.parametrize("case", EXPANDABLE_CASES, ids=[c["id"] for c in EXPANDABLE_CASES])
+def test_with_expandable_segments_the_pool_costs_its_ledger_bytes(case):
+    """With the allocator setting every plan renders, a pool's allocation is its tensor bytes to the 512-byte."""
+    mine = ledger_bytes(case)
+    assert 0 <= case["tensor_bytes"] - mine <= POINTER_TABLES
+    assert 0 <= case["allocated"] - mine <= (buffers(case) + HELPER_TENSORS) * SMALL_ROUNDING + POINTER_TABLES
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c["kind"] in ("mamba", "kda")], ids=lambda c: c["id"])
