@@ -120,3 +120,20 @@ def test_dsv4_pool_sizes_are_the_runtime_calculator(case):
         "c128_state_pool_size": s.c128_state,
     }
     assert got == case["pool_sizes"]
+
+
+@pytest.mark.parametrize("preset", ["qwen3.5-397b-a17b", "deepseek-v4-flash", "glm-5", "minimax-m3"])
+def test_the_request_to_token_table_is_budgeted(preset):
+    """ReqToTokenPool allocates torch.zeros((max_num_reqs, context_len + 4), int32) beside every KV pool
+    (memory_pool.py:143-146, model_runner_kv_cache_mixin.py:678); the plan renders both numbers."""
+    from ktwizard.host.spec import load_host
+    from ktwizard.models.presets import get_preset
+    from ktwizard.planner.core import plan
+    from ktwizard.planner.types import Goals
+
+    p = get_preset(preset)
+    r = plan(load_host("h200-1gpu-xeon-amx"), p.spec(), Goals(context=65536, concurrency=3), p.sglang)
+    flags = {f.name: f.value for f in r.flags}
+    (b,) = r.gpu_budgets[:1]
+    table = next(i for i in b.items if i.name == "request-to-token table")
+    assert table.bytes == flags["--max-running-requests"] * (flags["--context-length"] + 4) * 4

@@ -215,6 +215,21 @@ def compressed_pool(spec: ModelSpec, tokens: int, chunk: int, concurrency: int) 
     )
 
 
+REQ_TABLE_EXTRA = 4  # model_runner_kv_cache_mixin.py:678 extra_max_context_len without speculative decoding
+
+
+def request_table(concurrency: int, context: int) -> BudgetItem:
+    """ReqToTokenPool (memory_pool.py:129-147; HybridReqToTokenPool's base for linear-attention models): an int32 row of
+    context + 4 token slots for each of --max-running-requests, allocated with the KV pool."""
+    return BudgetItem(
+        "request-to-token table",
+        concurrency * (context + REQ_TABLE_EXTRA) * 4,
+        f"{concurrency} request(s) x ({context} + {REQ_TABLE_EXTRA}) token slots x int32",
+        "kv",
+        source="srt/mem_cache/memory_pool.py:129-147; srt/model_executor/model_runner_kv_cache_mixin.py:678, :714-734",
+    )
+
+
 def flashinfer_workspace(backend: str) -> BudgetItem | None:
     """srt/environ.py:333: SGLANG_FLASHINFER_WORKSPACE_SIZE, allocated by the backend after the pool."""
     if backend != "flashinfer":

@@ -168,7 +168,8 @@ class Sizing:
                 self.pool.why,
                 "kv",
                 source="srt/model_executor/model_runner_kv_cache_mixin.py:280-286, :627-636",
-            )
+            ),
+            L.request_table(self.goals.concurrency, self.context),
         ]
         sp = self.state_pool
         if sp:
