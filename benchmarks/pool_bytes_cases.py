@@ -140,6 +140,29 @@ def cases() -> list[dict]:
                         index_head_dim=a.index_head_dim,
                     )
                 )
+    for p, conc in (("glm-5", 3), ("deepseek-v4-flash", 1), ("minimax-m3", 8)):
+        out.append(dict(id=f"{p}/req_table/65536/{conc}", preset=p, kind="req_table", context=65536, concurrency=conc))
+    for p in ("qwen3.5-397b-a17b", "qwen3-next-80b-a3b"):
+        s = _spec(p)
+        a = s.attention
+        conc = 4
+        out.append(
+            dict(
+                id=f"{p}/hybrid_req/65536/{conc}",
+                preset=p,
+                kind="hybrid_req",
+                context=65536,
+                concurrency=conc,
+                tp=1,
+                slots=linear_state.slots(conc, linear_state.slots_per_request(s)),
+                linear_layers=linear_state.linear_layers(s),
+                linear_key_heads=a.linear_key_heads,
+                linear_key_head_dim=a.linear_key_head_dim,
+                linear_value_heads=a.linear_value_heads,
+                linear_value_head_dim=a.linear_value_head_dim,
+                linear_conv_kernel=a.linear_conv_kernel,
+            )
+        )
     return out
 
 

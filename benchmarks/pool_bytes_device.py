@@ -325,6 +325,37 @@ def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-un
             torch,
         )
         out["reported"] = int(pool.mamba_cache.mem_usage_bytes())
+    elif kind == "req_table":  # ReqToTokenPool (memory_pool.py:129-147), max_context_len = context + 4 (mixin :678)
+        pool, alloc, _ = measure(
+            lambda: mp.ReqToTokenPool(
+                size=c["concurrency"], max_context_len=c["context"] + 4, device=dev, enable_memory_saver=False
+            ),
+            torch,
+        )
+    elif kind == "hybrid_req":  # HybridReqToTokenPool as the mixin builds it for mambaish models (:713-724)
+        shape = mu.Mamba2StateShape.create(
+            tp_world_size=c["tp"],
+            intermediate_size=c["linear_value_heads"] * c["linear_value_head_dim"],
+            n_groups=c["linear_key_heads"],
+            num_heads=c["linear_value_heads"],
+            head_dim=c["linear_value_head_dim"],
+            state_size=c["linear_key_head_dim"],
+            conv_kernel=c["linear_conv_kernel"],
+        )
+        params = mu.Mamba2CacheParams(shape=shape, layers=list(range(c["linear_layers"])))
+        pool, alloc, _ = measure(
+            lambda: mp.HybridReqToTokenPool(
+                size=c["concurrency"],
+                mamba_size=c["slots"],
+                mamba_spec_state_size=c["concurrency"],
+                max_context_len=c["context"] + 4,
+                device=dev,
+                enable_memory_saver=False,
+                cache_params=params,
+                enable_mamba_extra_buffer=False,
+            ),
+            torch,
+        )
     elif kind == "glm5_next_dsa":  # glm5_next_memory_pool.py:65-200 via build_glm5_next_kv_pool (:541-583)
         dt = dtypes[c["kv_dtype"]]
         pool, alloc, _ = measure(

@@ -2,9 +2,9 @@
 
 tests/fixtures/device/pool-bytes-h200.json was recorded by benchmarks/pool_bytes_device.py: the runtime's
 NSATokenToKVPool, MiniMaxSparseKVPool, DeepSeekV4TokenToKVPool (sized by its DSv4MemoryCalculator), MambaPool
-(Mamba2 and KDA state), MHATokenToKVPool and Glm5NextNSATokenToKVPool, constructed at the bundled presets' shapes with
-torch 2.11 on the GPU. Each case holds the bytes of every tensor the pool object holds (`tensor_bytes`) and the rise of
-torch.cuda.memory_allocated() (`allocated`).
+(Mamba2 and KDA state), MHATokenToKVPool, Glm5NextNSATokenToKVPool, ReqToTokenPool and HybridReqToTokenPool,
+constructed at the bundled presets' shapes with torch 2.11 on the GPU. Each case holds the bytes of every tensor the
+pool object holds (`tensor_bytes`) and the rise of torch.cuda.memory_allocated() (`allocated`).
 
 Tolerances, and why:
 - tensor bytes: the ledger may be short only by the pools' pointer tables (one uint64 per layer per sub-pool, e.g.
@@ -48,8 +48,12 @@ def ledger_bytes(c: dict) -> int:
         return ledger.kv_pool(spec, c["size"], 1, dtype_bytes, 8192, c["concurrency"]).bytes
     if kind == "dsv4":
         return ledger.kv_pool(spec, c["tokens"], 1, 1, c["chunk"], c["concurrency"]).bytes
+    if kind == "req_table":
+        return ledger.request_table(c["concurrency"], c["context"]).bytes
     pool = linear_state.state_pool(spec, c["tp"], c["concurrency"])
     assert pool is not None
+    if kind == "hybrid_req":  # HybridReqToTokenPool: the request table and the state pool it holds
+        return ledger.request_table(c["concurrency"], c["context"]).bytes + pool.allocated
     return pool.allocated
 
 
@@ -66,16 +70,30 @@ def buffers(c: dict) -> int:
         c4 = sum(1 for r in c["compress_ratios"] if r == 4)
         c128 = sum(1 for r in c["compress_ratios"] if r == 128)
         return c["layers"] + 4 * c4 + 2 * c128  # window KV; 4x KV, index, two states; 128x KV, state
+    if kind == "req_table":
+        return 1
+    if kind == "hybrid_req":  # the table, conv + temporal state, the request-to-slot mapping
+        return 4
     return 4 if kind == "kda" else 2  # conv state(s) + temporal state
 
 
 def test_the_recording_is_the_runtime_on_the_gpu():
     assert DATA["device"].startswith("NVIDIA H200") and DATA["torch"].startswith("2.11")
-    assert len(CASES) == 46 and not [c["id"] for c in CASES if c.get("error")]
+    assert len(CASES) == 51 and not [c["id"] for c in CASES if c.get("error")]
     assert [c["id"] for c in EXPANDABLE_CASES] == [c["id"] for c in CASES]
     assert not [c["id"] for c in EXPANDABLE_CASES if c.get("error")]
     kinds = {c["kind"] for c in CASES}
-    assert kinds == {"nsa", "minimax_sparse", "dsv4", "mamba", "kda", "mha_full", "glm5_next_dsa"}
+    assert kinds == {
+        "nsa",
+        "minimax_sparse",
+        "dsv4",
+        "mamba",
+        "kda",
+        "mha_full",
+        "glm5_next_dsa",
+        "req_table",
+        "hybrid_req",
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
