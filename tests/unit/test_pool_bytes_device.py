@@ -155,3 +155,23 @@ def test_the_request_to_token_table_is_budgeted(preset):
     (b,) = r.gpu_budgets[:1]
     table = next(i for i in b.items if i.name == "request-to-token table")
     assert table.bytes == flags["--max-running-requests"] * (flags["--context-length"] + 4) * 4
+
+
+def test_a_dsa_pool_cap_is_whole_pages_so_the_runtime_keeps_every_promised_token():
+    """The runtime floors --max-total-tokens to the 64-token page (model_runner_kv_cache_mixin.py:636-640): a cap of
+    100,000 became 99,968 and a 100,000-token request no longer fit. The plan renders whole pages, and the pool holds
+    one page more than the cap (memory_pool.py:1441, :1801), at GLM-5's cell (dsa.nsa_cell_bytes)."""
+    from ktwizard.host.spec import load_host
+    from ktwizard.models.presets import get_preset
+    from ktwizard.planner.core import plan
+    from ktwizard.planner.types import Goals
+
+    p = get_preset("glm-5")
+    r = plan(load_host("h200-1gpu-xeon-amx"), p.spec(), Goals(context=100_000, concurrency=1), p.sglang)
+    flags = {f.name: f.value for f in r.flags}
+    cap = flags["--max-total-tokens"]
+    assert cap % 64 == 0 and cap // 64 * 64 >= 100_000
+    a = p.spec().attention  # bf16 below SM 10: (kv_lora + rope) x 2 + FP8 indexer keys with fp32 scales, per layer
+    cell = ((a.kv_lora_rank + a.qk_rope_head_dim) * 2 + a.index_head_dim + a.index_head_dim // 128 * 4) * 78
+    assert flags["--kv-cache-dtype"] == "bfloat16"
+    assert next(i.bytes for i in r.gpu_budgets[0].items if i.name == "KV pool") == (cap + 64) * cell
