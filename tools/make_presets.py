@@ -495,6 +495,10 @@ def main() -> None:
                 "text_config": text_cfg,
                 "quantization_config": cfg.get("quantization_config"),
             }
+        if cfg["model_type"] == "kimi_k2":
+            # transformers has no kimi_k2 type: the checkpoints ship configuration_deepseek.py and name it in
+            # config.json's auto_map, which --trust-remote-code loads (the modeling entries are not needed to plan)
+            cfg["auto_map"] = {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}
         nf = f.get("native_format") or {}
         published = dict(published)
         published["active_counts"] = next(v for k, v in ACTIVE_COUNTS.items() if pid.startswith(k))

@@ -365,6 +365,16 @@ def build_env(
     )
     if record_routing:
         env.append(EnvVar(runtime_env.RECORDER_DIR, record_routing, "where the recorder writes dumps"))
+    if spec is not None and rules.reads_config_backup(spec):
+        env.append(
+            EnvVar(
+                rules.CONFIG_BACKUP_ENV,
+                "none",
+                "read the checkpoint's own config.json: 0.7.2's default reloads every DeepSeek-family config into "
+                "DeepSeek-V4's class, whose index_topk=512 default turns a DeepSeek-V3/Kimi K2 checkpoint into a "
+                "sparse-attention model it has no indexer weights for (hf_transformers_utils.py:397, :483-500)",
+            )
+        )
     if spec is not None and rules.is_dsv4(spec):
         env += [EnvVar(name, value, why) for name, value, why in rules.DSV4_ENV]
     return tuple(env)

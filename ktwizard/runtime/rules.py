@@ -272,6 +272,25 @@ def dsv4_method_problem(spec: ModelSpec, method: str) -> str | None:
     )
 
 
+# --- The packaged DeepSeek config substitute ------------------------------------------------------------------------
+# utils/hf_transformers_utils.py:397-405 with environ.py:168 (SGLANG_APPLY_CONFIG_BACKUP, default "auto"): for any
+# checkpoint whose config.json has a model_type starting "deepseek" or an architecture naming DeepSeek (:191-209, so
+# DeepSeek-V2/V3/R1 and Kimi K2 too), 0.7.2 builds the config through DeepSeek-V4's path (:213-290) and then reloads
+# the checkpoint's own config.json into DeepSeekV4Config (:483-500), whose defaults fill what the checkpoint lacks:
+# index_topk=512 (configs/deepseek_v4.py:33). is_deepseek_nsa (configs/model_config.py:55-67) then holds for a plain
+# DeepSeek-V3: ServerArgs takes the DSA branch (64-token pages, NSA kernels) and the model class builds an indexer the
+# checkpoint has no weights for (models/deepseek_v2.py:1462). Upstream removed the substitute (sgl-project/sglang
+# #23990); "none" reads the checkpoint's own config.json, which DeepSeek-V4's path then reloads into DeepSeekV4Config
+# as before. Run through 0.7.2's own ServerArgs: tests/integration/test_runtime_accepts.py checks the runtime's view
+# of DSA equals the plan's on every rendering.
+CONFIG_BACKUP_ENV = "SGLANG_APPLY_CONFIG_BACKUP"
+
+
+def reads_config_backup(spec: ModelSpec) -> bool:
+    """The checkpoints 0.7.2's _peek_is_deepseek_arch routes through the config substitute."""
+    return spec.model_type.lower().startswith("deepseek") or "deepseek" in spec.architecture.lower()
+
+
 # --- Health checks ---------------------------------------------------------------------------------------------------
 # entrypoints/http_server.py:495-560: /health generates one token unless SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION is
 # false (environ.py:468, default True), and answers 503 when nothing is generated within SGLANG_HEALTH_CHECK_TIMEOUT

@@ -112,6 +112,7 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
                         "env": {e.name: e.value for e in result.env},
                         "flags": {f.name: f.value for f in result.flags},
                         "dsa": dsa.is_dsa(preset.spec()) or glm5_next.applies(preset.spec()),
+                        "dsa_model": dsa.is_dsa(preset.spec()),  # what the runtime's is_deepseek_nsa must say
                         # ktwizard says the runtime refuses this GPU (GLM-5-Next off SM86/SM89/Blackwell): the
                         # runtime must refuse it too
                         "refuse": glm5_next.gpu_problem(preset.spec(), (gpus[0].compute_capability,)) is not None,
@@ -167,8 +168,16 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
                 wrong.append(f"{case['id']}: attention backend {r['attention_backend']}, DSA needs nsa")
             if "--kv-cache-dtype" in flags and r["kv_cache_dtype"] != flags["--kv-cache-dtype"]:
                 wrong.append(f"{case['id']}: KV dtype {r['kv_cache_dtype']} vs planned {flags['--kv-cache-dtype']}")
+            if r["dsa_model"] != case["dsa_model"]:
+                # e.g. a DeepSeek-V3 config reloaded into DeepSeek-V4's class (index_topk 512): an indexer the
+                # checkpoint has no weights for (runtime/rules.py CONFIG_BACKUP_ENV)
+                wrong.append(f"{case['id']}: the runtime takes DSA={r['dsa_model']}, the plan {case['dsa_model']}")
             if case["dsa"] and r["page_size"] != dsa.NSA_PAGE_SIZE:
                 wrong.append(f"{case['id']}: page size {r['page_size']}")
+            cap = flags.get("--max-total-tokens")
+            if isinstance(cap, int) and r["page_size"] and cap % r["page_size"]:
+                # model_runner_kv_cache_mixin.py:636-640 floors the pool to whole pages: planned tokens would be lost
+                wrong.append(f"{case['id']}: --max-total-tokens {cap} is not whole {r['page_size']}-token pages")
             if case["tp"] > 1 and not r["disable_custom_all_reduce"]:
                 wrong.append(f"{case['id']}: custom all-reduce left on with expandable segments")
             for name, value in flags.items():  # every rendered value is the one the runtime keeps

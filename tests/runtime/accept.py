@@ -281,6 +281,8 @@ def main() -> int:
 
     for module in (common, utils):
         module.direct_register_custom_op = lambda *a, **k: None
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        from sglang.srt.configs.model_config import is_deepseek_nsa
     # nvidia-smi is not here: the device's memory is the host's (utils/common.py:1724 reads it from nvidia-smi)
     common.get_nvgpu_memory_capacity = lambda: float(GPU["memory_mib"])
     parser = argparse.ArgumentParser()
@@ -304,6 +306,8 @@ def main() -> int:
                 args = sa.prepare_server_args(case["argv"])
                 args.check_server_args()
             out["resolved"] = {k: _value(getattr(args, k, None)) for k in RESOLVED}
+            # does the runtime take the model for a DeepSeek sparse-attention one (its indexer, its pool)?
+            out["resolved"]["dsa_model"] = bool(is_deepseek_nsa(args.get_model_config().hf_config))
             # each rendered flag's field as the runtime settled it, under the flag's name (its parser's dest)
             out["flags"] = {a: _value(getattr(args, dests[a], None)) for a in case["argv"] if a in dests}
         except SystemExit as exc:

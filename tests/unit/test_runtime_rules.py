@@ -151,6 +151,24 @@ def test_health_probes_do_not_generate():
     assert _env(result)["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"] == "0"
 
 
+@pytest.mark.parametrize(
+    "preset_id, substitute",
+    [("deepseek-v3", True), ("kimi-k2-instruct", True), ("deepseek-v4-flash", True), ("qwen3-30b-a3b", False)],
+)
+def test_deepseek_family_plans_read_their_own_config(preset_id, substitute):
+    """hf_transformers_utils.py:191-209, :397: with SGLANG_APPLY_CONFIG_BACKUP at its default, 0.7.2 sends every
+    checkpoint whose model_type starts "deepseek" or whose architecture names DeepSeek through DeepSeek-V4's config
+    class, and its index_topk=512 default makes a DeepSeek-V3 or Kimi K2 a sparse-attention model
+    (configs/model_config.py:55-67). The runtime's own view is checked in tests/integration/test_runtime_accepts.py."""
+    p = get_preset(preset_id)
+    peek = str(p.config.get("model_type", "")).startswith("deepseek") or any(
+        "deepseek" in a.lower() for a in p.config["architectures"]
+    )
+    assert peek is substitute  # the runtime's own test of the checkpoint's config.json, written out here
+    result = plan(load_host("h200-1gpu-xeon-amx"), p.spec(), Goals(context=32768), p.sglang)
+    assert (_env(result).get("SGLANG_APPLY_CONFIG_BACKUP") == "none") is substitute
+
+
 def test_record_routing_is_refused_for_models_without_expert_location_metadata():
     """eplb/expert_location.py:520-530 needs get_model_config_for_expert_location, which mixtral.py lacks."""
     out = run_cli("plan", "--preset", "mixtral-8x7b", "--host", "8x-l40-46gb", "--record-routing", "/tmp/x")
