@@ -113,6 +113,8 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
                         "flags": {f.name: f.value for f in result.flags},
                         "dsa": dsa.is_dsa(preset.spec()) or glm5_next.applies(preset.spec()),
                         "dsa_model": dsa.is_dsa(preset.spec()),  # what the runtime's is_deepseek_nsa must say
+                        "mla": preset.spec().attention.mla,
+                        "vision": preset.spec().bytes_by_group.get("vision", 0) > 0,
                         # ktwizard says the runtime refuses this GPU (GLM-5-Next off SM86/SM89/Blackwell): the
                         # runtime must refuse it too
                         "refuse": glm5_next.gpu_problem(preset.spec(), (gpus[0].compute_capability,)) is not None,
@@ -172,6 +174,12 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
                 # e.g. a DeepSeek-V3 config reloaded into DeepSeek-V4's class (index_topk 512): an indexer the
                 # checkpoint has no weights for (runtime/rules.py CONFIG_BACKUP_ENV)
                 wrong.append(f"{case['id']}: the runtime takes DSA={r['dsa_model']}, the plan {case['dsa_model']}")
+            if r["mla"] != case["mla"]:
+                wrong.append(f"{case['id']}: the runtime builds MLA={r['mla']}, the plan budgets MLA={case['mla']}")
+            if r["multimodal"] and not case["vision"]:
+                # the runtime loads a vision tower the plan does not budget (the other way round is MiniMax-M3: its
+                # VL class builds the tower although 0.7.2 does not list it as multimodal, minimax_m3_vl.py:98)
+                wrong.append(f"{case['id']}: the runtime loads a vision tower the plan does not budget")
             if case["dsa"] and r["page_size"] != dsa.NSA_PAGE_SIZE:
                 wrong.append(f"{case['id']}: page size {r['page_size']}")
             cap = flags.get("--max-total-tokens")

@@ -307,7 +307,11 @@ def main() -> int:
                 args.check_server_args()
             out["resolved"] = {k: _value(getattr(args, k, None)) for k in RESOLVED}
             # does the runtime take the model for a DeepSeek sparse-attention one (its indexer, its pool)?
-            out["resolved"]["dsa_model"] = bool(is_deepseek_nsa(args.get_model_config().hf_config))
+            mc = args.get_model_config()
+            out["resolved"]["dsa_model"] = bool(is_deepseek_nsa(mc.hf_config))
+            # what the runtime builds: MLA or not, a vision tower or not (configs/model_config.py:231, :534-656)
+            out["resolved"]["mla"] = getattr(mc.attention_arch, "name", str(mc.attention_arch)) == "MLA"
+            out["resolved"]["multimodal"] = bool(mc.is_multimodal)
             # each rendered flag's field as the runtime settled it, under the flag's name (its parser's dest)
             out["flags"] = {a: _value(getattr(args, dests[a], None)) for a in case["argv"] if a in dests}
         except SystemExit as exc:
