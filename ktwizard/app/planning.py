@@ -13,9 +13,11 @@ if TYPE_CHECKING:
     from ktwizard.planner.types import Goals, Plan
 
 
-def make_plan(host: HostProfile, model: ModelChoice, goals: Goals, routing: RoutingCounts | None = None) -> Plan:
+def make_plan(
+    host: HostProfile, model: ModelChoice, goals: Goals, routing: RoutingCounts | None = None, advise: bool = True
+) -> Plan:
     from ktwizard.bench.calibration_store import stored
     from ktwizard.planner.core import plan
 
     cals = stored(host, model.spec.id)
-    return plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cals, routing=routing)
+    return plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cals, routing=routing, advise=advise)

@@ -169,9 +169,11 @@ def plan(
     trial: bool = False,
     calibrations: tuple[Calibration, ...] = (),
     routing: RoutingCounts | None = None,
+    advise: bool = True,
 ) -> Plan:
     """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
-    nested search is made for it."""
+    nested search is made for it. `advise=False` leaves out what trial plans of other goals would say (big wins, the
+    changes that would fit): the same plan, made in a fraction of the time, for a what-if field as it is typed."""
     _validate(goals, spec)
     gpus, tp_note = _gpus(host, goals, spec)
     hints = hints or SglangHints()
@@ -277,6 +279,8 @@ def plan(
         from ktwizard.planner.memory.layers import place_layers
 
         result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
+    if not advise:
+        return result
     from ktwizard.planner import wins
 
     replan = lambda g: plan(host, spec, g, hints, recipe, trial=True)  # noqa: E731

@@ -286,12 +286,17 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
 
 
 def test_a_change_that_fits_is_applied_with_a_key():
+    from ktwizard.tui.screens.plan import ADVICE_AFTER_S
+
     async def go():
         app = app_for()
         async with app.run_test(size=(120, 40)) as pilot:
             await to_plan(pilot)
             await set_input(pilot, "context", "262144")
             await set_input(pilot, "concurrency", "8")
+            # each keystroke re-plans at once without advice; the fixes (trial plans) follow once the field rests
+            assert not app.state.plan.fits and not app.state.plan.suggestions
+            await pilot.pause(ADVICE_AFTER_S + 0.3)
             assert not app.state.plan.fits and app.state.plan.suggestions
             best = app.state.plan.suggestions[0]
             assert "^f " + best.change in text(app, "suggestions")

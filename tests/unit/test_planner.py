@@ -311,3 +311,21 @@ def test_converted_methods_render_the_exact_conversion_command():
     from ktwizard.units import human
 
     assert f"needs {human(r.host_budgets[0].item('CPU experts'))} free" in note.fix  # what the converted experts take
+
+
+def test_a_what_if_plan_is_the_plan_without_its_advice():
+    """plan(advise=False) is what a what-if keystroke runs: the same flags, budget and verdict; only what trial plans
+    of other goals would say (big wins, fixes that fit) is left for when the field rests."""
+    from ktwizard.host.spec import load_host
+    from ktwizard.models.presets import get_preset
+    from ktwizard.planner.core import plan
+    from ktwizard.planner.types import Goals
+
+    host, p = load_host("8x-l40-46gb"), get_preset("deepseek-v2")
+    for goals in (Goals(context=32768, concurrency=4), Goals(context=163840, concurrency=64)):
+        full = plan(host, p.spec(), goals, p.sglang)
+        quick = plan(host, p.spec(), goals, p.sglang, advise=False)
+        assert (quick.fits, quick.flags, quick.env, quick.gpus) == (full.fits, full.flags, full.env, full.gpus)
+        assert quick.forecast == full.forecast and not quick.suggestions
+        assert set(quick.notices) <= set(full.notices)
+    assert not full.fits and full.suggestions  # the second goals do not fit: the advice is the fixes

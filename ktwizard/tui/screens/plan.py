@@ -7,6 +7,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Vertical, VerticalScroll
+from textual.timer import Timer
 from textual.widgets import (
     Footer,
     Header,
@@ -21,9 +22,12 @@ from ktwizard.planner.types import Goals
 from ktwizard.tui.screens.base import Step
 from ktwizard.tui.widgets import budget_text, flags_table, notes_text
 
+ADVICE_AFTER_S = 0.4  # a field at rest this long gets the plan's advice
+
 
 class PlanScreen(Step):
     STEP = "3 Plan"
+    _advice: Timer | None = None
 
     BINDINGS = [*Step.BINDINGS, Binding("ctrl+f", "apply_fit", "apply the best fix", key_display="^f")]
 
@@ -116,9 +120,14 @@ class PlanScreen(Step):
     @on(Select.Changed)
     def changed(self) -> None:
         if self.is_mounted:
-            self.replan()
+            # every keystroke re-plans at once without advice (plan() under 2 ms, benchmarks/plan.py); the advice
+            # (big wins, fixes that fit: trial plans of other goals) follows once the field rests
+            self.replan(advise=False)
+            if self._advice is not None:
+                self._advice.stop()
+            self._advice = self.set_timer(ADVICE_AFTER_S, self.replan)
 
-    def replan(self) -> None:
+    def replan(self, advise: bool = True) -> None:
         from ktwizard.app.planning import make_plan
         from ktwizard.render.table import verdict
 
@@ -126,7 +135,7 @@ class PlanScreen(Step):
         try:
             goals = self.goals()
             model = self.state.model()
-            result = make_plan(self.host, model, goals)
+            result = make_plan(self.host, model, goals, advise=advise)
         except KtwizardError as exc:
             verdict_w.update(Text(exc.message, style="red"))
             return
