@@ -201,6 +201,20 @@ def main() -> int:
     return 0
 
 
+def _mamba2_params(mu, c: dict):
+    """Qwen3-Next / Qwen3.5's Mamba2 state, as qwen3_next.py:284-303 describes it to the pool."""
+    shape = mu.Mamba2StateShape.create(
+        tp_world_size=c["tp"],
+        intermediate_size=c["linear_value_heads"] * c["linear_value_head_dim"],
+        n_groups=c["linear_key_heads"],
+        num_heads=c["linear_value_heads"],
+        head_dim=c["linear_value_head_dim"],
+        state_size=c["linear_key_head_dim"],
+        conv_kernel=c["linear_conv_kernel"],
+    )
+    return mu.Mamba2CacheParams(shape=shape, layers=list(range(c["linear_layers"])))
+
+
 def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-untyped-def]
     kind, dev = c["kind"], DEVICE
     out: dict = {}
@@ -301,16 +315,7 @@ def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-un
         )
     elif kind in ("mamba", "kda"):  # HybridReqToTokenPool's MambaPool (memory_pool.py:212-262)
         if kind == "mamba":  # qwen3_next.py:284-303
-            shape = mu.Mamba2StateShape.create(
-                tp_world_size=c["tp"],
-                intermediate_size=c["linear_value_heads"] * c["linear_value_head_dim"],
-                n_groups=c["linear_key_heads"],
-                num_heads=c["linear_value_heads"],
-                head_dim=c["linear_value_head_dim"],
-                state_size=c["linear_key_head_dim"],
-                conv_kernel=c["linear_conv_kernel"],
-            )
-            params = mu.Mamba2CacheParams(shape=shape, layers=list(range(c["linear_layers"])))
+            params = _mamba2_params(mu, c)
         else:  # configs/glm5_next.py:479-485
             shape = mu.KimiLinearStateShape.create(
                 tp_world_size=c["tp"],
@@ -333,16 +338,7 @@ def run_case(c, torch, mp, mu, v4, g5n, dtypes, calc_cls):  # type: ignore[no-un
             torch,
         )
     elif kind == "hybrid_req":  # HybridReqToTokenPool as the mixin builds it for mambaish models (:713-724)
-        shape = mu.Mamba2StateShape.create(
-            tp_world_size=c["tp"],
-            intermediate_size=c["linear_value_heads"] * c["linear_value_head_dim"],
-            n_groups=c["linear_key_heads"],
-            num_heads=c["linear_value_heads"],
-            head_dim=c["linear_value_head_dim"],
-            state_size=c["linear_key_head_dim"],
-            conv_kernel=c["linear_conv_kernel"],
-        )
-        params = mu.Mamba2CacheParams(shape=shape, layers=list(range(c["linear_layers"])))
+        params = _mamba2_params(mu, c)
         pool, alloc, _ = measure(
             lambda: mp.HybridReqToTokenPool(
                 size=c["concurrency"],
