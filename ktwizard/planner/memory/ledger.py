@@ -60,7 +60,7 @@ def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
         return None
     per_layer = a.heads * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank * 2
     # GLM-5-Next: only its DSA layers have a kv_b_proj (post_load_weights splits the layers whose kv_b_proj loaded)
-    layers = a.full_attention_layers if a.kind == "hybrid_dsa" else spec.layers
+    layers = a.full_attention_layers if glm5_next.applies(spec) else spec.layers
     return BudgetItem(
         "MLA w_kc/w_vc copies",
         ceil(per_layer * layers / tp),
