@@ -115,7 +115,7 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     a = spec.attention
     if rules.is_dsv4(spec):
         return compressed_pool(spec, tokens, chunk, concurrency)
-    if a.kind == "mla_nsa":
+    if dsa.is_dsa(spec):
         # the runtime floors the pool to whole 64-token pages (mixin :636-640), so the cap is rounded up to one; the
         # latent holds size + page_size rows and the indexer (size + page_size + 1) // 64 pages (memory_pool.py:1441,
         # :1801): 64 rows more than the cap (measured on an H200: tests/fixtures/device/pool-bytes-h200.json)
