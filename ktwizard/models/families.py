@@ -11,7 +11,7 @@ from typing import Any
 from ktwizard.errors import BadInput
 from ktwizard.models import deepseek_v4, glm5_next, minimax_m3
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.family import Family, MoeLayout, no_layer_tensors
+from ktwizard.models.family import Family, MoeLayout, no_layer_tensors, text_config_unwrap
 from ktwizard.models.spec import Attention
 from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear_attention, mla, mlp, plain
 
@@ -137,14 +137,9 @@ def _every_layer_moe(score_bias: bool) -> Callable[[ConfigReader, int], MoeLayou
     return read
 
 
-def _qwen3_5_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Qwen3.5 ships as a vision-language model: the decoder's keys are under text_config and its tensors under
-    model.language_model. (sglang/srt/models/qwen3_5.py:91 matches `model(.language_model)?.layers.N`)."""
-    text = cfg.get("text_config")
-    if not isinstance(text, dict):
-        return cfg, "model."
-    quant = text.get("quantization_config", cfg.get("quantization_config"))
-    return {**text, "architectures": cfg.get("architectures"), "quantization_config": quant}, "model.language_model."
+# Qwen3.5 ships as a vision-language model: the decoder's keys are under text_config and its tensors under
+# model.language_model. (sglang/srt/models/qwen3_5.py:91 matches `model(.language_model)?.layers.N`).
+_qwen3_5_unwrap = text_config_unwrap("model.language_model.")
 
 
 def _kimi_vl_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
