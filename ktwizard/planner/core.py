@@ -196,13 +196,14 @@ def plan(
         overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
     if problem := rules.startup_problem(spec):
         overflows.insert(0, problem)  # the runtime stops before loading anything
-    if problem := kernels.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
+    capabilities = tuple(g.compute_capability for g in gpus)
+    if problem := kernels.gpu_problem(spec, capabilities):
         overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
     if problem := glm5_next.method_problem(spec, choice.method):
         overflows.insert(0, problem)  # GLM-5-Next: native FP8 checkpoint and --kt-method FP8 only
-    if problem := glm5_next.kv_problem(spec, tuple(g.compute_capability for g in gpus), goals.kv_dtype or "auto"):
+    if problem := glm5_next.kv_problem(spec, capabilities, goals.kv_dtype or "auto"):
         overflows.insert(0, problem)
-    if problem := glm5_next.gpu_problem(spec, tuple(g.compute_capability for g in gpus)):
+    if problem := glm5_next.gpu_problem(spec, capabilities):
         overflows.insert(0, problem)  # GLM-5-Next: SM86, SM89 and Blackwell only
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
-from ktwizard.runtime.rules import DSV4_MIN_CC
+from ktwizard.runtime.rules import DSV4_MIN_CC, is_dsv4
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def gpu_problem(spec: ModelSpec, capabilities: tuple[str, ...]) -> str | None:
     if not known:
         return None
     lowest = min(known)
-    if spec.attention.kind == "dsv4" and lowest < DSV4_MIN_CC:
+    if is_dsv4(spec) and lowest < DSV4_MIN_CC:
         return (
             f"the GPU (SM{lowest}) cannot serve DeepSeek-V4: KTransformers' tutorial lists Ampere as not supported "
             "(doc/en/DeepSeek-V4-Flash.md, GPU table) and the compressed-attention pool keeps FP8 keys only from "

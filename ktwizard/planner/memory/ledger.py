@@ -77,7 +77,7 @@ def gpu_experts(spec: ModelSpec, per_layer: int, tp: int, keep_raw: bool = False
     --kt-num-gpu-experts is per MoE layer (the product with the MoE layer count is at kt_ep_wrapper.py:4608)."""
     one = M.gpu_held_expert_bytes(spec, keep_raw)
     fmt = "upcast to BF16 by the triton MoE runner" if M.mxfp4_upcast(spec) else spec.expert_format.describe()
-    if spec.attention.kind == "dsv4":
+    if rules.is_dsv4(spec):
         fmt += (
             ", loaded with fp32 scales"
             + (" and kept beside the kernel's converted copy for layerwise prefill" if keep_raw else "")
@@ -113,7 +113,7 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     and the smallest cap whose full-attention pool still holds every promised token.
     """
     a = spec.attention
-    if a.kind == "dsv4":
+    if rules.is_dsv4(spec):
         return compressed_pool(spec, tokens, chunk, concurrency)
     if a.kind == "mla_nsa":
         # the runtime floors the pool to whole 64-token pages (mixin :636-640), so the cap is rounded up to one; the
