@@ -105,6 +105,15 @@ def with_hf_quant_config(cfg: dict, hf_quant: Any) -> dict:
     return {**cfg, "quantization_config": {"quant_method": "modelopt", **section}}
 
 
+def _full_attention_at(kind: str, text: dict[str, Any], layers: int, where: str) -> tuple[int, ...]:
+    """Hybrid models' softmax-attention layers (GLM-5-Next's DSA layers, Qwen3-Next / Qwen3.5's full layers)."""
+    if kind == glm5_next.KIND:
+        return glm5_next.full_attention_layers(text, layers, where)
+    if kind == "hybrid_linear":
+        return tuple(i for i in range(layers) if is_full_attention(text, i))
+    return ()
+
+
 def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
     """Architecture facts from config.json keys, read by the model's family entry (models/families.py)."""
     if not isinstance(cfg, dict):
@@ -136,7 +145,6 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
     ):
         raise BadInput(f"{where}: 'estimated_bytes' must be a mapping of names to byte counts")
     attention = family.attention(c, layers)
-    hybrid = attention.kind == "hybrid_linear"
     sparse_at, index_value_at = minimax_sparse_layers(c, layers) if attention.kind == "gqa_msa" else ((), ())
     return Arch(
         family=family.name,
@@ -162,11 +170,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         text_prefix=prefix,
         qk_norm=bool(text.get("use_qk_norm", True)),
         estimated=tuple(sorted((str(k), int(v)) for k, v in estimated.items())),
-        full_attention_at=glm5_next.full_attention_layers(text, layers, where)
-        if attention.kind == glm5_next.KIND
-        else tuple(i for i in range(layers) if is_full_attention(text, i))
-        if hybrid
-        else (),
+        full_attention_at=_full_attention_at(attention.kind, text, layers, where),
         sparse_attention_at=sparse_at,
         index_value_at=index_value_at,
         # swigluoai with a nonzero alpha: kt-kernel disambiguates it from plain SiLU by alpha != 0

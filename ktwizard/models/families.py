@@ -11,7 +11,7 @@ from typing import Any
 from ktwizard.errors import BadInput
 from ktwizard.models import deepseek_v4, glm5_next, minimax_m3
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.family import Family, MoeLayout, no_layer_tensors
+from ktwizard.models.family import Family, MoeLayout, no_layer_tensors, text_config_unwrap
 from ktwizard.models.spec import Attention
 from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear_attention, mla, mlp, plain
 
@@ -137,14 +137,9 @@ def _every_layer_moe(score_bias: bool) -> Callable[[ConfigReader, int], MoeLayou
     return read
 
 
-def _qwen3_5_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Qwen3.5 ships as a vision-language model: the decoder's keys are under text_config and its tensors under
-    model.language_model. (sglang/srt/models/qwen3_5.py:91 matches `model(.language_model)?.layers.N`)."""
-    text = cfg.get("text_config")
-    if not isinstance(text, dict):
-        return cfg, "model."
-    quant = text.get("quantization_config", cfg.get("quantization_config"))
-    return {**text, "architectures": cfg.get("architectures"), "quantization_config": quant}, "model.language_model."
+# Qwen3.5 ships as a vision-language model: the decoder's keys are under text_config and its tensors under
+# model.language_model. (sglang/srt/models/qwen3_5.py:91 matches `model(.language_model)?.layers.N`).
+_qwen3_5_unwrap = text_config_unwrap("model.language_model.")
 
 
 def _kimi_vl_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -193,27 +188,30 @@ def _gate_experts_shared(p: str, a: Arch) -> Iterator[Tensor]:
         yield from mlp(f"{p}.mlp.shared_experts", a.shared_intermediate, a.hidden, a.other_format)
 
 
-def _qwen3_next_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
-    yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
-    yield from experts(f"{p}.mlp.experts", a)
+def _qwen3_shared_expert(p: str, a: Arch) -> Iterator[Tensor]:
+    """Qwen3-Next / Qwen3.5: one gated shared expert."""
     if a.shared_intermediate:
         yield from mlp(f"{p}.mlp.shared_expert", a.shared_intermediate, a.hidden, a.other_format)
         yield plain(f"{p}.mlp.shared_expert_gate.weight", (1, a.hidden))
+
+
+def _qwen3_next_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+    yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
+    yield from experts(f"{p}.mlp.experts", a)
+    yield from _qwen3_shared_expert(p, a)
 
 
 def _qwen3_5_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
     """Qwen3.5 stores each layer's experts packed: gate_up_proj [E, 2I, H] and down_proj [E, H, I] (kt-kernel's BF16
     loader reads exactly these, kt_kernel/utils/loader.py:573-582, 690-712)."""
-    yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
-    if a.expert_format.kind != "bf16":  # quantized Qwen3.5 releases keep per-expert tensors
-        yield from experts(f"{p}.mlp.experts", a)
-    else:
-        e, i, h = a.routed_experts, a.moe_intermediate, a.hidden
-        yield plain(f"{p}.mlp.experts.gate_up_proj", (e, 2 * i, h))
-        yield plain(f"{p}.mlp.experts.down_proj", (e, h, i))
-    if a.shared_intermediate:
-        yield from mlp(f"{p}.mlp.shared_expert", a.shared_intermediate, a.hidden, a.other_format)
-        yield plain(f"{p}.mlp.shared_expert_gate.weight", (1, a.hidden))
+    if a.expert_format.kind != "bf16":  # quantized Qwen3.5 releases keep per-expert tensors, as Qwen3-Next
+        yield from _qwen3_next_moe_tensors(p, a)
+        return
+    e, i, h = a.routed_experts, a.moe_intermediate, a.hidden
+    yield plain(f"{p}.mlp.gate.weight", (e, h))
+    yield plain(f"{p}.mlp.experts.gate_up_proj", (e, 2 * i, h))
+    yield plain(f"{p}.mlp.experts.down_proj", (e, h, i))
+    yield from _qwen3_shared_expert(p, a)
 
 
 def _block_sparse_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:

@@ -47,3 +47,17 @@ class Family:
 
 def no_layer_tensors(p: str, a: Arch, i: int = 0) -> Iterator[Tensor]:
     return iter(())  # a family whose inventory walks the whole checkpoint itself
+
+
+def text_config_unwrap(prefix: str) -> Callable[[dict[str, Any]], tuple[dict[str, Any], str]]:
+    """A vision-language wrapper (Qwen3.5, MiniMax-M3): the decoder's keys under text_config with the wrapper's
+    architectures and, unless the text config has its own, its quantization_config; tensors under `prefix`."""
+
+    def unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):
+            return cfg, "model."
+        quant = text.get("quantization_config", cfg.get("quantization_config"))
+        return {**text, "architectures": cfg.get("architectures"), "quantization_config": quant}, prefix
+
+    return unwrap

@@ -15,21 +15,16 @@ from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.family import MoeLayout
+from ktwizard.models.family import MoeLayout, text_config_unwrap
 from ktwizard.models.spec import Attention
 from ktwizard.models.tensors import Tensor, experts, gqa, linear, mlp, plain
 
 ARCHITECTURES = ("MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3SparseForCausalLM")
 
 
-def unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Decoder keys under text_config, tensors under language_model.model. (minimax_m3_vl.py:110-122); the
-    quantization_config sits on the wrapper."""
-    text = cfg.get("text_config")
-    if not isinstance(text, dict):
-        return cfg, "model."
-    quant = text.get("quantization_config", cfg.get("quantization_config"))
-    return {**text, "architectures": cfg.get("architectures"), "quantization_config": quant}, "language_model.model."
+# Decoder keys under text_config, tensors under language_model.model. (minimax_m3_vl.py:110-122); the
+# quantization_config sits on the wrapper.
+unwrap = text_config_unwrap("language_model.model.")
 
 
 def _flag_list(cfg: ConfigReader, key: str, layers: int, container: dict[str, Any] | None = None) -> list[bool]:
