@@ -629,19 +629,9 @@ def fp8_variant(preset: dict, repos: list[str]) -> dict:
 
 # Third-party and vendor re-quantizations people download under their own names: NVFP4 (ModelOpt, kt-kernel's
 # NVFP4 method, GPU side SM100+) and GPTQ INT4 (kt-kernel's GPTQ_INT4 method).
-NVFP4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}
+# DeepSeek-R1's NVFP4 entry is set with its recipe below (NVFP4_R1).
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
 QUANT_VARIANTS = {
-    "deepseek-r1": [
-        (
-            "nvfp4",
-            "NVFP4",
-            ["nvidia/DeepSeek-R1-0528-NVFP4"],
-            NVFP4,
-            ["NVFP4"],
-            "ModelOpt exclude_modules not recorded: routed experts counted NVFP4, every other weight BF16",
-        )
-    ],
     "qwen3-30b-a3b": [
         ("gptq-int4", "GPTQ-Int4", ["Qwen/Qwen3-30B-A3B-GPTQ-Int4"], GPTQ, ["GPTQ_INT4"], ""),
     ],
