@@ -890,10 +890,16 @@ def moonvit_bytes(h: int = 1152, inter: int = 4304, depth: int = 27, pos: int = 
     LayerNorm (:443), and K2VLMultiModalProjector: LayerNorm(h), 4h -> 4h, 4h -> 7168, with bias (:542-570).
     Dims: the checkpoints' vision_config (vt_* 1152 / 4304 / 27, patch 14, init_pos_emb 64 x 64, merge 2 x 2),
     which are also configs/kimi_k25.py's defaults."""
-    layer = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
-    tower = 3 * patch * patch * h + h + pos * pos * h + depth * layer + 2 * h
-    projector = 2 * h + 16 * h * h + 4 * h + 4 * h * 7168 + 7168
-    return 2 * (tower + projector)
+    return vit_bytes(3 * patch * patch, pos * pos, 7168, final_norm=True, h=h, inter=inter, depth=depth)
+
+
+def vit_bytes(patch_in: int, positions: int, out_hidden: int, final_norm: bool, h: int, inter: int, depth: int) -> int:
+    """BF16 bytes of a ViT with biases (MoonViT, Qwen3.5's): a patch embed of `patch_in` inputs per patch, a
+    position table, `depth` blocks (two LayerNorms, qkv, proj, fc1, fc2), an optional final LayerNorm, and a merger
+    LayerNorm(h) + 4h -> 4h -> out_hidden."""
+    block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    merger = 2 * h + 16 * h * h + 4 * h + 4 * h * out_hidden + out_hidden
+    return 2 * (patch_in * h + h + positions * h + depth * block + (2 * h if final_norm else 0) + merger)
 
 
 # --- Qwen3.5 / Qwen3.6 mid sizes (issue 43, q35) -------------------------------------------------------------------
@@ -942,9 +948,7 @@ def qwen_vit_bytes(out_hidden: int, h: int = 1152, inter: int = 4304, depth: int
     """BF16 bytes of Qwen3.5's ViT from the model class's shapes (sglang/srt/models/qwen3_vl.py:80-330): Conv3d patch
     embed 3x2x16x16 (+bias), 2304 position embeddings, `depth` blocks (LayerNorms, qkv, proj, fc1, fc2 with bias),
     merger LayerNorm + 4h -> 4h -> out_hidden; no deepstack mergers (deepstack_visual_indexes is [])."""
-    block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
-    merger = 2 * h + 16 * h * h + 4 * h + 4 * h * out_hidden + out_hidden
-    return 2 * (3 * 2 * 16 * 16 * h + h + 2304 * h + depth * block + merger)
+    return vit_bytes(3 * 2 * 16 * 16, 2304, out_hidden, final_norm=False, h=h, inter=inter, depth=depth)
 
 
 # Facts block -> ViT bytes (out_hidden_size = the text width: the configs' vision_config).
