@@ -210,18 +210,18 @@ class LaunchScreen(Step):
 
     def recording(self) -> Plan:
         """The plan a wizard launch runs: with the routing recorder on (as `plan --record-routing DIR` renders it),
-        so `b` can suggest a placement from this server's own traffic."""
+        so `b` can suggest a placement from this server's own traffic. Planned through app.planning as the plan step
+        is, so the launched plan keeps its bench calibration."""
         from dataclasses import replace
 
+        from ktwizard.app.planning import make_plan
         from ktwizard.bench.routing import placement_dir
-        from ktwizard.planner.core import plan as make
 
         plan = self.plan
         if plan.goals.record_routing:
             return plan
         folder = str(placement_dir() / plan.model.id / "raw")
-        model = self.state.model()
-        return make(self.host, model.spec, replace(plan.goals, record_routing=folder), model.hints, model.recipe)
+        return make_plan(self.host, self.state.model(), replace(plan.goals, record_routing=folder))
 
     @on(Input.Changed, "#name, #port, #image, #env")
     def rerender(self) -> None:
