@@ -134,7 +134,7 @@ def layerwise_supported(spec: ModelSpec, method: str) -> tuple[bool, str]:
         return False, LAYERWISE_GAPS[method]
     if method not in LAYERWISE:
         return False, f"{method} has no layerwise prefill path (native methods only)"
-    if spec.attention.kind == "hybrid_dsa":  # GLM-5-Next (runtime/glm5_next.py)
+    if glm5_next.applies(spec):
         return False, glm5_next.layerwise_reason()
     if spec.architecture == "GptOssForCausalLM":
         # srt/layers/quantization/mxfp4.py:702 deletes w13_weight on the triton_kernels MoE path, and

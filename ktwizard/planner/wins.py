@@ -106,6 +106,7 @@ def chunk_wins(host: HostProfile, spec: ModelSpec, made: Plan, replan: Replan) -
     if not isinstance(now, int) or prompt <= now:
         return []
     mine = made.forecast.prefill_at_goals.tok_s
+    mine_decode = made.forecast.decode_at(0, 1).tok_s_per_stream / made.forecast.factor
     for size in PUBLISHED_CHUNKS:
         if size <= now:
             break
@@ -113,8 +114,8 @@ def chunk_wins(host: HostProfile, spec: ModelSpec, made: Plan, replan: Replan) -
         if other is None:
             continue
         # the activations may take GPU experts' room: worth it only while decode keeps within DECODE_KEPT
-        decode = _decode(host, spec, other, 0), made.forecast.decode_at(0, 1).tok_s_per_stream / made.forecast.factor
-        if decode[0] < DECODE_KEPT * decode[1]:
+        their_decode = _decode(host, spec, other, 0)
+        if their_decode < DECODE_KEPT * mine_decode:
             continue
         secs, _ = prefill_time(setup_from_plan(host, spec, other), prompt)
         theirs = prompt / secs  # a bench calibrates decode only: prefill is unscaled, as in the forecast
@@ -123,8 +124,8 @@ def chunk_wins(host: HostProfile, spec: ModelSpec, made: Plan, replan: Replan) -
         experts = (
             f"beside the same {made.gpu_experts} GPU experts"
             if other.gpu_experts >= made.gpu_experts
-            else f"with {other.gpu_experts} GPU experts instead of {made.gpu_experts} (decode {decode[0]:.1f} "
-            f"against {decode[1]:.1f} tok/s)"
+            else f"with {other.gpu_experts} GPU experts instead of {made.gpu_experts} (decode {their_decode:.1f} "
+            f"against {mine_decode:.1f} tok/s)"
         )
         return [
             Notice(

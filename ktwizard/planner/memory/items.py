@@ -10,6 +10,7 @@ from ktwizard.models.formats import BF16, WeightFormat, cpu_expert_bytes, expert
 from ktwizard.models.spec import ModelSpec
 from ktwizard.models.tensors import linear
 from ktwizard.planner.memory import constants as C
+from ktwizard.runtime import glm5_next
 
 
 def sglang_defaults(total_bytes: int, tp: int) -> tuple[int, int]:
@@ -52,7 +53,7 @@ def attention_replicated(spec: ModelSpec, tp: int) -> tuple[int, int]:
         return 0, 0
     a = spec.attention
     per_param = _attention_bytes_per_param(spec)
-    if a.kind == "hybrid_dsa":
+    if glm5_next.applies(spec):
         return _glm5_next_replicated(spec), 0
     if a.kind.startswith("mla"):
         params = spec.hidden * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim)

@@ -60,7 +60,7 @@ def mla_absorbed_copies(spec: ModelSpec, tp: int) -> BudgetItem | None:
         return None
     per_layer = a.heads * (a.qk_nope_head_dim + a.v_head_dim) * a.kv_lora_rank * 2
     # GLM-5-Next: only its DSA layers have a kv_b_proj (post_load_weights splits the layers whose kv_b_proj loaded)
-    layers = a.full_attention_layers if a.kind == "hybrid_dsa" else spec.layers
+    layers = a.full_attention_layers if glm5_next.applies(spec) else spec.layers
     return BudgetItem(
         "MLA w_kc/w_vc copies",
         ceil(per_layer * layers / tp),
@@ -115,7 +115,7 @@ def kv_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int,
     a = spec.attention
     if rules.is_dsv4(spec):
         return compressed_pool(spec, tokens, chunk, concurrency)
-    if a.kind == "mla_nsa":
+    if dsa.is_dsa(spec):
         # the runtime floors the pool to whole 64-token pages (mixin :636-640), so the cap is rounded up to one; the
         # latent holds size + page_size rows and the indexer (size + page_size + 1) // 64 pages (memory_pool.py:1441,
         # :1801): 64 rows more than the cap (measured on an H200: tests/fixtures/device/pool-bytes-h200.json)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime import glm5_next
 
 SLOTS_PER_REQUEST = 3  # model_runner_kv_cache_mixin.py:47, applied at :597-603: max requests = slots // 3
 CONV_DTYPE_BYTES = 2  # mamba_utils.py:68: SGLANG_MAMBA_CONV_DTYPE, bfloat16 by default
@@ -43,14 +44,14 @@ def _kda_layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
 
 def slots_per_request(spec: ModelSpec) -> int:
     """GLM-5-Next runs with the radix cache forced off (server_args.py:1664-1667): one slot per request (:597-598)."""
-    return 1 if spec.attention.kind == "hybrid_dsa" else SLOTS_PER_REQUEST
+    return 1 if glm5_next.applies(spec) else SLOTS_PER_REQUEST
 
 
 def layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
     """Mamba2StateShape.create as qwen3_next.py:284-303 calls it: intermediate = value heads x value dim, groups = key
     heads (widened to a multiple of TP when they do not divide, mamba_utils.py:29-38), state size = key dim."""
     a = spec.attention
-    if a.kind == "hybrid_dsa":
+    if glm5_next.applies(spec):
         return _kda_layer_state(spec, tp)
     groups = a.linear_key_heads
     if groups % tp:

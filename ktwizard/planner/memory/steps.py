@@ -24,6 +24,7 @@ from math import ceil
 
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
+from ktwizard.runtime import glm5_next
 
 # srt/models/deepseek_common/attention_backend_handler.py:10 MHA_ONE_SHOT_SUPPORTED_BACKENDS
 MLA_PREFIX_MHA_BACKENDS = ("flashinfer", "fa3", "flashmla")
@@ -118,7 +119,7 @@ def _kda_step(spec: ModelSpec, tp: int, tokens: int, extend: bool) -> Step:
 def attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool = True) -> Step:
     """The attention step of a batch of `tokens` new tokens whose requests hold `prefix` tokens of prefix in total."""
     step = _attention_step(spec, tp, tokens, prefix, backend, extend)
-    if spec.attention.kind != "hybrid_dsa":
+    if not glm5_next.applies(spec):
         return step
     # GLM-5-Next alternates KDA and DSA layers: the larger of the two steps is the one that binds; both keep the
     # 4-stream mHC residual (glm5_next.py:218-246)
