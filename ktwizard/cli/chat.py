@@ -54,7 +54,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import count, seconds
+    from ktwizard.cli.options import add_target, count, seconds
 
     ch = sub.add_parser(
         "chat",
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  ktwizard chat ktwizard-kimi-k2.7-code\n"
         '  ktwizard chat http://127.0.0.1:30000 --prompt "Write a haiku about RAM"',
     )
-    ch.add_argument("target", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL")
+    add_target(ch, optional=False)
     ch.add_argument("--prompt", default="Say hello in one short sentence.", help="what to ask")
     ch.add_argument("--model", help="the served model id (default: the one /v1/models names)")
     ch.add_argument(

@@ -111,7 +111,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import add_plan_inputs, count, seconds
+    from ktwizard.cli.options import add_plan_inputs, add_target, count, seconds
 
     pl = sub.add_parser("placement", help="frequency placement from routing statistics: what it would serve on the GPU")
     inner = pl.add_subparsers(dest="placement_cmd", required=True, metavar="show|record")
@@ -131,7 +131,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "drive your prompts, stop, dump and keep the file",
         epilog="example:\n  ktwizard placement record ktwizard-qwen3-30b-a3b --prompts my-traffic.jsonl",
     )
-    rec.add_argument("target", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL")
+    add_target(rec, optional=False)
     rec.add_argument("--prompts", metavar="FILE", help="chat requests to drive, one JSON object per line")
     rec.add_argument("--requests", type=count("--requests", 1, 100000), default=16, help="built-in prompts to send")
     rec.add_argument(
