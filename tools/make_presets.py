@@ -629,19 +629,9 @@ def fp8_variant(preset: dict, repos: list[str]) -> dict:
 
 # Third-party and vendor re-quantizations people download under their own names: NVFP4 (ModelOpt, kt-kernel's
 # NVFP4 method, GPU side SM100+) and GPTQ INT4 (kt-kernel's GPTQ_INT4 method).
-NVFP4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}
+# DeepSeek-R1's NVFP4 entry is set with its recipe below (NVFP4_R1).
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
 QUANT_VARIANTS = {
-    "deepseek-r1": [
-        (
-            "nvfp4",
-            "NVFP4",
-            ["nvidia/DeepSeek-R1-0528-NVFP4"],
-            NVFP4,
-            ["NVFP4"],
-            "ModelOpt exclude_modules not recorded: routed experts counted NVFP4, every other weight BF16",
-        )
-    ],
     "qwen3-30b-a3b": [
         ("gptq-int4", "GPTQ-Int4", ["Qwen/Qwen3-30B-A3B-GPTQ-Int4"], GPTQ, ["GPTQ_INT4"], ""),
     ],
@@ -900,10 +890,16 @@ def moonvit_bytes(h: int = 1152, inter: int = 4304, depth: int = 27, pos: int = 
     LayerNorm (:443), and K2VLMultiModalProjector: LayerNorm(h), 4h -> 4h, 4h -> 7168, with bias (:542-570).
     Dims: the checkpoints' vision_config (vt_* 1152 / 4304 / 27, patch 14, init_pos_emb 64 x 64, merge 2 x 2),
     which are also configs/kimi_k25.py's defaults."""
-    layer = 2 * 2 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
-    tower = 3 * patch * patch * h + h + pos * pos * h + depth * layer + 2 * h
-    projector = 2 * h + 16 * h * h + 4 * h + 4 * h * 7168 + 7168
-    return 2 * (tower + projector)
+    return vit_bytes(3 * patch * patch, pos * pos, 7168, final_norm=True, h=h, inter=inter, depth=depth)
+
+
+def vit_bytes(patch_in: int, positions: int, out_hidden: int, final_norm: bool, h: int, inter: int, depth: int) -> int:
+    """BF16 bytes of a ViT with biases (MoonViT, Qwen3.5's): a patch embed of `patch_in` inputs per patch, a
+    position table, `depth` blocks (two LayerNorms, qkv, proj, fc1, fc2), an optional final LayerNorm, and a merger
+    LayerNorm(h) + 4h -> 4h -> out_hidden."""
+    block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
+    merger = 2 * h + 16 * h * h + 4 * h + 4 * h * out_hidden + out_hidden
+    return 2 * (patch_in * h + h + positions * h + depth * block + (2 * h if final_norm else 0) + merger)
 
 
 # --- Qwen3.5 / Qwen3.6 mid sizes (issue 43, q35) -------------------------------------------------------------------
@@ -952,9 +948,7 @@ def qwen_vit_bytes(out_hidden: int, h: int = 1152, inter: int = 4304, depth: int
     """BF16 bytes of Qwen3.5's ViT from the model class's shapes (sglang/srt/models/qwen3_vl.py:80-330): Conv3d patch
     embed 3x2x16x16 (+bias), 2304 position embeddings, `depth` blocks (LayerNorms, qkv, proj, fc1, fc2 with bias),
     merger LayerNorm + 4h -> 4h -> out_hidden; no deepstack mergers (deepstack_visual_indexes is [])."""
-    block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * inter + inter) + (inter * h + h)
-    merger = 2 * h + 16 * h * h + 4 * h + 4 * h * out_hidden + out_hidden
-    return 2 * (3 * 2 * 16 * 16 * h + h + 2304 * h + depth * block + merger)
+    return vit_bytes(3 * 2 * 16 * 16, 2304, out_hidden, final_norm=False, h=h, inter=inter, depth=depth)
 
 
 # Facts block -> ViT bytes (out_hidden_size = the text width: the configs' vision_config).

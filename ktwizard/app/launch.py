@@ -36,7 +36,7 @@ def make_room(opts: LaunchOptions, out: TextIO = sys.stderr) -> None:
     if rec is None:
         return
     if rec.kind == "native":
-        alive = rec.pid is not None and running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, opts.name))
+        alive = running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, opts.name))  # False for no PID
         what = f"natively (process group {rec.pid}) at {rec.url}"
     else:
         alive, what = opts.native, f"in its container at {rec.url}"  # a container is checked by the engine

@@ -119,12 +119,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import count, seconds, url
+    from ktwizard.cli.options import add_target, count, seconds, url
 
     be = sub.add_parser("bench", help="measure prefill (TTFT) and aggregate decode like the recipe's tables")
-    be.add_argument(
-        "target", nargs="?", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL"
-    )
+    add_target(be)
     be.add_argument("--url", type=url(), help="the server's base URL (as NAME|URL)")
     be.add_argument("--model", help="model id (default: the server's first)")
     be.add_argument("--api-key-file", metavar="FILE", help="the server's API key (default: $KTWIZARD_API_KEY, if set)")

@@ -14,16 +14,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from ktwizard.apikey import auth_headers
     from ktwizard.bench.client import served_model, stream_chat
-    from ktwizard.urlauth import headers_for
 
     end = time.monotonic() + args.max_seconds  # --max-seconds covers the whole command, the model list too
     from ktwizard.app.target import resolve
 
     target = resolve(args.target)
     url = target.url
-    headers = headers_for(url, auth_headers(args.api_key_file or target.key_file))
+    headers = target.headers(args.api_key_file)
     model = args.model or served_model(url, headers, deadline_s=min(10.0, args.max_seconds))
     left = max(0.1, end - time.monotonic())
     timeout = httpx.Timeout(connect=min(10.0, left), read=left, write=min(30.0, left), pool=min(10.0, left))
@@ -54,7 +52,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import count, seconds
+    from ktwizard.cli.options import add_target, count, seconds
 
     ch = sub.add_parser(
         "chat",
@@ -62,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  ktwizard chat ktwizard-kimi-k2.7-code\n"
         '  ktwizard chat http://127.0.0.1:30000 --prompt "Write a haiku about RAM"',
     )
-    ch.add_argument("target", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL")
+    add_target(ch, optional=False)
     ch.add_argument("--prompt", default="Say hello in one short sentence.", help="what to ask")
     ch.add_argument("--model", help="the served model id (default: the one /v1/models names)")
     ch.add_argument(

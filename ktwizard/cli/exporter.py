@@ -70,15 +70,13 @@ def cmd_exporter(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import bind, label_value, port, url
+    from ktwizard.cli.options import add_target, bind, label_value, port, url
 
     ex = sub.add_parser(
         "exporter", help="Prometheus metrics SGLang lacks: GPU memory vs plan, NUMA, swap, container, peak check"
     )
     ex.add_argument("--url", type=url(), help="the server's base URL")
-    ex.add_argument(
-        "target", nargs="?", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL"
-    )
+    add_target(ex)
     ex.add_argument(
         "--container", metavar="NAME", help="a deployment ktwizard launched (its kept plan and peak check are read too)"
     )

@@ -258,13 +258,11 @@ def _text(s, url: str | None = None, predicted: dict[int, int] | None = None) ->
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import bind, count, port, seconds, url
+    from ktwizard.cli.options import add_target, bind, count, port, seconds, url
 
     mo = sub.add_parser("monitor", help="live memory and throughput of a running server")
     mo.add_argument("--url", type=url(), help="the server's base URL, such as http://127.0.0.1:30000")
-    mo.add_argument(
-        "target", nargs="?", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL"
-    )
+    add_target(mo)
     mo.add_argument("--container", metavar="NAME", help="a ktwizard container (its URL comes from its labels)")
     mo.add_argument("--fleet", metavar="NAME", help="a fleet ktwizard launched: one pane per replica and the router")
     mo.add_argument(

@@ -89,6 +89,16 @@ def method(flag: str = "--method") -> Callable[[str], str]:
     return typed(parse, flag)
 
 
+def add_target(parser: argparse.ArgumentParser, optional: bool = True) -> None:
+    """The NAME|URL positional every command that talks to a running server takes (app.target.resolve reads it)."""
+    parser.add_argument(
+        "target",
+        nargs="?" if optional else None,
+        metavar="NAME|URL",
+        help="a deployment name (ktwizard ps) or the server's base URL",
+    )
+
+
 def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")

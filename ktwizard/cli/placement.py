@@ -82,21 +82,19 @@ def cmd_record(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from ktwizard.apikey import auth_headers
     from ktwizard.app.target import resolve
     from ktwizard.bench.routing import placement_dir, record
     from ktwizard.errors import BadInput
-    from ktwizard.urlauth import headers_for
 
     target = resolve(args.target)
-    url, key, kept = target.url, target.key_file, target.plan
+    url, kept = target.url, target.plan
     folder = args.recorder_dir or (kept.goals.record_routing if kept else None)
     if not folder:
         raise BadInput(
             f"{args.target}: not launched with --record-routing DIR (relaunch with it), or give --recorder-dir DIR"
         )
     model_id = kept.model.id if kept else "model"
-    headers = headers_for(url, auth_headers(args.api_key_file or key))
+    headers = target.headers(args.api_key_file)
     bodies = _requests(args.prompts, args.requests)
     out = Path(args.out) if args.out else placement_dir() / model_id / time.strftime("%Y-%m-%d-%H%M%S.pt")
 
@@ -111,7 +109,7 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import add_plan_inputs, count, seconds
+    from ktwizard.cli.options import add_plan_inputs, add_target, count, seconds
 
     pl = sub.add_parser("placement", help="frequency placement from routing statistics: what it would serve on the GPU")
     inner = pl.add_subparsers(dest="placement_cmd", required=True, metavar="show|record")
@@ -131,7 +129,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "drive your prompts, stop, dump and keep the file",
         epilog="example:\n  ktwizard placement record ktwizard-qwen3-30b-a3b --prompts my-traffic.jsonl",
     )
-    rec.add_argument("target", metavar="NAME|URL", help="a deployment name (ktwizard ps) or the server's base URL")
+    add_target(rec, optional=False)
     rec.add_argument("--prompts", metavar="FILE", help="chat requests to drive, one JSON object per line")
     rec.add_argument("--requests", type=count("--requests", 1, 100000), default=16, help="built-in prompts to send")
     rec.add_argument(

@@ -19,7 +19,7 @@ from ktwizard.errors import BadInput
 from ktwizard.models.arch import Arch, ConfigReader
 from ktwizard.models.formats import WeightFormat
 from ktwizard.models.spec import Attention
-from ktwizard.models.tensors import Tensor, experts, linear, mlp, plain
+from ktwizard.models.tensors import Tensor, experts, hyper_connections, linear, mlp, plain
 
 ARCHITECTURE = "DeepseekV4ForCausalLM"
 RATIOS = (0, 4, 128)  # models/deepseek_v4.py:502 asserts these
@@ -106,16 +106,6 @@ def hash_layers(cfg: ConfigReader) -> int:
 # --- the checkpoint's tensors --------------------------------------------------------------------------------------
 
 
-def _hyper_connection(p: str, a: Arch) -> Iterator[Tensor]:
-    """DeepseekV4DecoderLayer.hc_attn_* / hc_ffn_* (models/deepseek_v4.py:1029-1038): fp32 mixing weights."""
-    hc = a.attention.hc_mult
-    mix = (2 + hc) * hc
-    for part in ("attn", "ffn"):
-        yield plain(f"{p}.hc_{part}_base", (mix,), "F32")
-        yield plain(f"{p}.hc_{part}_fn", (mix, hc * a.hidden), "F32")
-        yield plain(f"{p}.hc_{part}_scale", (3,), "F32")
-
-
 def _compressor(p: str, a: Arch, ratio: int, head_dim: int) -> Iterator[Tensor]:
     """Compressor (models/deepseek_v4.py:224-262): wkv and wgate in BF16 (loaded fused as wkv_gate, :1950-1977),
     ratio 4 overlapping two windows (coff 2), an fp32 positional table `ape` [ratio, coff x head_dim]."""
@@ -160,7 +150,7 @@ def _ffn(p: str, a: Arch, hashed: bool) -> Iterator[Tensor]:
 def _block(p: str, a: Arch, ratio: int, hashed: bool) -> Iterator[Tensor]:
     yield plain(f"{p}.attn_norm.weight", (a.hidden,))
     yield plain(f"{p}.ffn_norm.weight", (a.hidden,))
-    yield from _hyper_connection(p, a)
+    yield from hyper_connections(p, a.hidden, a.attention.hc_mult)  # models/deepseek_v4.py:1029-1038
     yield from _attention(f"{p}.attn", a, ratio)
     yield from _ffn(f"{p}.ffn", a, hashed)
 

@@ -215,10 +215,8 @@ def _qwen3_5_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
 
 
 def _block_sparse_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
-    """Mixtral: block_sparse_moe.gate, experts.N.w1/w3/w2."""
+    """Mixtral: block_sparse_moe.gate, experts.N.w1/w3/w2 (no score bias: MiniMax-M2's is in minimax_m3.moe_tensors)."""
     yield plain(f"{p}.block_sparse_moe.gate.weight", (a.routed_experts, a.hidden))
-    if a.score_bias:
-        yield plain(f"{p}.block_sparse_moe.e_score_correction_bias", (a.routed_experts,), "F32")
     yield from experts(f"{p}.block_sparse_moe.experts", a, ("w1", "w3", "w2"))
 
 

@@ -19,7 +19,7 @@ from ktwizard.errors import BadInput
 from ktwizard.models.arch import Arch, ConfigReader
 from ktwizard.models.formats import BF16
 from ktwizard.models.spec import Attention
-from ktwizard.models.tensors import Tensor, linear, plain
+from ktwizard.models.tensors import Tensor, hyper_connections, linear, plain
 
 ARCHITECTURE = "Glm5NextForConditionalGeneration"
 KIND = "hybrid_dsa"  # Attention.kind: KDA linear layers + DSA (MLA + pooled indexer) layers
@@ -140,19 +140,9 @@ def _dsa(p: str, a: Arch) -> Iterator[Tensor]:
     yield plain(f"{ix}.index_kpool_compress_ape", (4, idim))  # index_kpool = 4, asserted by the runtime
 
 
-def _hyper_connections(p: str, a: Arch, hc: int = HC_MULT) -> Iterator[Tensor]:
-    """glm5_next.py:605-615: per layer, attention and FFN mixes: fn [(2+hc)hc, hc x hidden], base [(2+hc)hc], scale
-    [3], FP32 as the runtime allocates them."""
-    mix = (2 + hc) * hc
-    for side in ("attn", "ffn"):
-        yield plain(f"{p}.hc_{side}_fn", (mix, hc * a.hidden), "F32")
-        yield plain(f"{p}.hc_{side}_base", (mix,), "F32")
-        yield plain(f"{p}.hc_{side}_scale", (3,), "F32")
-
-
 def attention_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
     if i in a.full_attention_at:
         yield from _dsa(f"{p}.self_attn", a)
     else:
         yield from _kda(f"{p}.self_attn", a)
-    yield from _hyper_connections(p, a)
+    yield from hyper_connections(p, a.hidden, HC_MULT)  # glm5_next.py:605-615

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ktwizard.errors import BadInput
+from ktwizard.models.arch import Arch
 from ktwizard.models.build import build_spec
 from ktwizard.models.config import parse_config, with_hf_quant_config
 from ktwizard.models.inventory import tensors
@@ -140,7 +141,7 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
     cfg = read_json(cfg_path)
     if (folder / HF_QUANT).is_file():  # ModelOpt's quantization section, read as sglang reads it
         cfg = with_hf_quant_config(cfg, read_json(folder / HF_QUANT))
-    parse_config(cfg, str(cfg_path))  # a bad config is reported before any shard is opened
+    arch = parse_config(cfg, str(cfg_path))  # a bad config is reported before any shard is opened
     headers = [read_header(p) for p in _files(folder)]
     return assess(
         cfg,
@@ -150,14 +151,23 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
         source=f"checkpoint:{folder}",
         evidence=_evidence(folder, cfg),
         place=str(folder),
+        arch=arch,
     )
 
 
 def assess(
-    cfg: Any, where: str, headers: list[Header], model_id: str, source: str, evidence: tuple[str, ...], place: str
+    cfg: Any,
+    where: str,
+    headers: list[Header],
+    model_id: str,
+    source: str,
+    evidence: tuple[str, ...],
+    place: str,
+    arch: Arch | None = None,
 ) -> Inspection:
-    """config.json + every shard header (local or fetched from the Hub) -> exact spec, refused when incomplete."""
-    arch = parse_config(cfg, where)
+    """config.json + every shard header (local or fetched from the Hub) -> exact spec, refused when incomplete;
+    `arch`: the config already parsed (a local folder parses it before opening any shard)."""
+    arch = parse_config(cfg, where) if arch is None else arch
     found: dict[str, HeaderTensor] = {}
     for h in headers:
         for t in h.tensors:

@@ -37,6 +37,16 @@ def plain(name: str, shape: tuple[int, ...], dtype: str = "BF16") -> Tensor:
     return Tensor(name, shape, dtype, p)
 
 
+def hyper_connections(p: str, hidden: int, hc: int) -> Iterator[Tensor]:
+    """A decoder layer's hyper-connection mixes (mHC: DeepSeek-V4, GLM-5-Next), for attention and for the FFN: base
+    [(2+hc)hc], fn [(2+hc)hc, hc x hidden], scale [3], FP32 as the runtimes allocate them."""
+    mix = (2 + hc) * hc
+    for side in ("attn", "ffn"):
+        yield plain(f"{p}.hc_{side}_base", (mix,), "F32")
+        yield plain(f"{p}.hc_{side}_fn", (mix, hc * hidden), "F32")
+        yield plain(f"{p}.hc_{side}_scale", (3,), "F32")
+
+
 def linear(name: str, out_f: int, in_f: int, fmt: WeightFormat, bias: bool = False) -> Iterator[Tensor]:
     if fmt.kind == "bf16":
         yield plain(f"{name}.weight", (out_f, in_f))
