@@ -45,12 +45,12 @@ def record_routing(url: str, headers: dict[str, str], plan: Plan, model: ModelCh
 
 def frequency_plan(host: HostProfile, model: ModelChoice, base: Plan, recording: str) -> Plan:
     """The plan again with frequency placement from the recording (checked against the model and calibrated as the
-    CLI's plan is)."""
-    from ktwizard.app.planning import make_plan
+    CLI's plan is), refused as `ktwizard launch` refuses it when it does not fit: before the running server stops."""
+    from ktwizard.app.planning import launchable, make_plan
     from ktwizard.inputs import routing_counts
 
     goals = replace(base.goals, placement="frequency", expert_stats=recording)
-    return make_plan(host, model, goals, routing_counts(goals, model.spec))
+    return launchable(make_plan(host, model, goals, routing_counts(goals, model.spec)))
 
 
 def compare(url: str, headers: dict[str, str], before: float, placement: str) -> str:

@@ -21,3 +21,15 @@ def make_plan(
 
     cals = stored(host, model.spec.id)
     return plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cals, routing=routing, advise=advise)
+
+
+def launchable(plan: Plan) -> Plan:
+    """The plan, if it may be launched: one that does not fit is refused in one line (exit 3) by every front end
+    before anything is stopped or started."""
+    from ktwizard.errors import EXIT_NO_FIT, KtwizardError
+
+    if not plan.fits:
+        raise KtwizardError(
+            "the plan does not fit, so ktwizard will not launch it: " + "; ".join(plan.overflows), EXIT_NO_FIT
+        )
+    return plan

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ktwizard.errors import EXIT_NO_FIT, KtwizardError
-
 
 def _load_plan(args: argparse.Namespace):
     if args.plan:
@@ -27,15 +25,12 @@ def _load_plan(args: argparse.Namespace):
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
+    from ktwizard.app.planning import launchable
     from ktwizard.deploy.launch import stay_attached
     from ktwizard.deploy.runners import launch_options
     from ktwizard.inputs import parse_env
 
-    plan = _load_plan(args)
-    if not plan.fits:
-        raise KtwizardError(
-            "the plan does not fit, so ktwizard will not launch it: " + "; ".join(plan.overflows), EXIT_NO_FIT
-        )
+    plan = launchable(_load_plan(args))
     opts = launch_options(
         plan,
         name=args.name,

@@ -163,3 +163,24 @@ def test_recorded_passes_are_the_buffer_rows_that_routed_anything(tmp_path):
     save_counts(rows, path)
     counts = read_counts(path)
     assert counts.steps == 2 and counts.counts[0] == (1.0, 2.0, 4.0)
+
+
+def test_the_wizards_frequency_relaunch_refuses_a_plan_that_does_not_fit_before_stopping_anything(tmp_path):
+    """The wizard's `f` plans frequency placement and then stops the running server: a plan that does not fit is
+    refused first, in the line and exit code `ktwizard launch` gives (app/planning.launchable)."""
+    from ktwizard.app.placement import frequency_plan
+    from ktwizard.app.planning import make_plan
+    from ktwizard.errors import EXIT_NO_FIT, KtwizardError
+    from ktwizard.host.spec import load_host
+    from ktwizard.inputs import resolve_model
+    from ktwizard.planner.types import Goals
+
+    host, model = load_host("rtx-pro-6000-epyc-9355"), resolve_model(preset=LITE)
+    path = tmp_path / "routing.pt"
+    save_counts(zipf(model.spec.layers, model.spec.routed_experts, model.spec.moe_layers), path)
+    assert frequency_plan(host, model, make_plan(host, model, Goals(gpu_experts=8)), str(path)).fits
+    too_long = make_plan(host, model, Goals(context=163840, concurrency=256))
+    assert not too_long.fits
+    with pytest.raises(KtwizardError) as refused:
+        frequency_plan(host, model, too_long, str(path))
+    assert refused.value.exit_code == EXIT_NO_FIT and "will not launch it" in refused.value.message
