@@ -27,6 +27,14 @@ class Target:
     def key_file(self) -> str | None:
         return self.plan.goals.api_key_file if self.plan is not None else None
 
+    def headers(self, key_file: str | None = None) -> dict[str, str]:
+        """What a request to this server carries: the API key (of `key_file`, else the file its launch kept, else
+        $KTWIZARD_API_KEY) and the Basic authorization remembered for its URL."""
+        from ktwizard.apikey import auth_headers
+        from ktwizard.urlauth import headers_for
+
+        return headers_for(self.url, auth_headers(key_file or self.key_file))
+
 
 def saved_plan(name: str) -> Plan | None:
     """The plan a launch kept beside the record, as a Plan (never a raw dict: a renamed field fails here, loudly)."""

@@ -14,16 +14,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     import httpx
 
-    from ktwizard.apikey import auth_headers
     from ktwizard.bench.client import served_model, stream_chat
-    from ktwizard.urlauth import headers_for
 
     end = time.monotonic() + args.max_seconds  # --max-seconds covers the whole command, the model list too
     from ktwizard.app.target import resolve
 
     target = resolve(args.target)
     url = target.url
-    headers = headers_for(url, auth_headers(args.api_key_file or target.key_file))
+    headers = target.headers(args.api_key_file)
     model = args.model or served_model(url, headers, deadline_s=min(10.0, args.max_seconds))
     left = max(0.1, end - time.monotonic())
     timeout = httpx.Timeout(connect=min(10.0, left), read=left, write=min(30.0, left), pool=min(10.0, left))

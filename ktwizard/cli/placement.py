@@ -82,21 +82,19 @@ def cmd_record(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from ktwizard.apikey import auth_headers
     from ktwizard.app.target import resolve
     from ktwizard.bench.routing import placement_dir, record
     from ktwizard.errors import BadInput
-    from ktwizard.urlauth import headers_for
 
     target = resolve(args.target)
-    url, key, kept = target.url, target.key_file, target.plan
+    url, kept = target.url, target.plan
     folder = args.recorder_dir or (kept.goals.record_routing if kept else None)
     if not folder:
         raise BadInput(
             f"{args.target}: not launched with --record-routing DIR (relaunch with it), or give --recorder-dir DIR"
         )
     model_id = kept.model.id if kept else "model"
-    headers = headers_for(url, auth_headers(args.api_key_file or key))
+    headers = target.headers(args.api_key_file)
     bodies = _requests(args.prompts, args.requests)
     out = Path(args.out) if args.out else placement_dir() / model_id / time.strftime("%Y-%m-%d-%H%M%S.pt")
 

@@ -40,6 +40,10 @@ def host_budgets(
     transient = loader_transient(spec, method, len(nodes), host.cpu.flags)
     budgets = []
     os_reserve = max(C.OS_RESERVE_MIN, int(usable * C.OS_RESERVE_FRACTION))
+    # kt-kernel's per-node CPU-path buffers, the same on every node; none when layerwise prefill takes long prompts
+    node_scratch = (
+        0 if layerwise else int(C.CPU_MOE_SCRATCH_PER_TOKEN_HIDDEN_K * chunk * spec.hidden * spec.experts_per_token)
+    )
     for n in nodes:
         cap = min(n.memory_total, share * 2) if trust and n.memory_total else share
         items = [
@@ -72,7 +76,7 @@ def host_budgets(
             items.append(
                 BudgetItem(
                     "CPU-MoE scratch",
-                    int(C.CPU_MOE_SCRATCH_PER_TOKEN_HIDDEN_K * chunk * spec.hidden * spec.experts_per_token),
+                    node_scratch,
                     f"kt-kernel's per-node buffers for {chunk}-token chunks on the CPU path (layerwise prefill off); "
                     "about 12 GiB per node for Kimi K2 at 16,384 tokens, scaled",
                     "runtime",
@@ -81,7 +85,7 @@ def host_budgets(
                 )
             )
         budgets.append(HostBudget(node=n.id, capacity=cap, items=tuple(items)))
-    scratch = sum(i.bytes for b in budgets for i in b.items if i.name == "CPU-MoE scratch")
+    scratch = node_scratch * len(nodes)
     whole = [
         BudgetItem(
             "CPU experts", all_experts, "sum over the NUMA nodes; " + _reconcile(spec, method, all_experts), "weights"
