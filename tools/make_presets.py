@@ -722,7 +722,7 @@ M3_SGLANG = {
     # MiniMaxHybridAttnBackend whatever the backend (layers/attention/attention_registry.py:198-208)
     "attention_backend": "flashinfer",
 }
-# (id, name, repos, quantization_config or None, kt methods, format, extra unconfirmed)
+# (id, name, repos, quantized checkpoint format or None (BF16), kt methods)
 M3_CHECKPOINTS = (
     (
         "minimax-m3-mxfp8",
