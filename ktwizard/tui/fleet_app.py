@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
+from typing import Protocol
 
 from rich.text import Text
 from textual import work
@@ -21,6 +22,10 @@ from ktwizard.monitor.view import server_words
 from ktwizard.tui.panes import AlertsPane, GpuPane, HostPane, Pane, fmt, gauge
 from ktwizard.tui.rows import Rows
 from ktwizard.units import human
+
+
+class FleetSource(Protocol):
+    def sample(self) -> FleetSample: ...
 
 
 class FleetReady(Message):
@@ -114,9 +119,10 @@ class FleetApp(App):
     TITLE = "ktwizard monitor --fleet"
     BINDINGS = [Binding("q", "quit", "quit (the fleet keeps running)"), Binding("p", "pause", "pause")]
 
-    def __init__(self, record, interval: float = 1.0, gpus: bool = True) -> None:
+    def __init__(self, record, interval: float = 1.0, gpus: bool = True, source: FleetSource | None = None) -> None:
+        """`source` stands in for the live FleetMonitor (recorded samples): the view then shows only what it gives."""
         super().__init__()
-        self.record, self.interval, self.want_gpus = record, interval, gpus
+        self.record, self.interval, self.want_gpus, self.source = record, interval, gpus, source
         self.paused = False
         self.samples = 0
         self.ticker = Ticker(interval)
@@ -139,7 +145,7 @@ class FleetApp(App):
     @work(thread=True, exclusive=True, group="sample")
     def sample_loop(self) -> None:
         worker = get_current_worker()
-        mon = FleetMonitor(self.record, gpus=self.want_gpus)
+        mon = self.source or FleetMonitor(self.record, gpus=self.want_gpus)  # built here: its imports take a while
         for _ in self.ticker.ticks(worker):
             if not self.paused:
                 self.post_message(FleetReady(mon.sample()))

@@ -6,14 +6,15 @@ from __future__ import annotations
 import asyncio
 
 from textual.widgets import Sparkline
+from waits import until
 
 from ktwizard.fleet.records import FleetRecord, ReplicaRecord, RouterRecord
 from ktwizard.monitor.fleet import FleetSample, ReplicaSample
 from ktwizard.monitor.router import RouterSample
 from ktwizard.monitor.samples import Sample, ServerSample
-from ktwizard.tui.fleet_app import FleetApp, FleetReady, ReplicaPane
+from ktwizard.tui.fleet_app import FleetApp, ReplicaPane
 
-DEAD = "http://127.0.0.1:9"  # nothing listens: the app's own sampler reports the replicas down
+DEAD = "http://127.0.0.1:9"  # nothing listens: a live sampler would report the replicas down
 
 
 def record() -> FleetRecord:
@@ -29,14 +30,26 @@ def sample(t: float, decode: float) -> FleetSample:
     return FleetSample(t, "f", DEAD, RouterSample(up=True, ready=True), reps, Sample(t=t))
 
 
+class Replay:
+    """Recorded fleet samples in order: the app's own sampling loop runs them, with no live sampler whose first
+    sample (replicas down) could land among them."""
+
+    def __init__(self, samples: list[FleetSample]) -> None:
+        self.samples = iter(samples)
+
+    def sample(self) -> FleetSample:
+        return next(self.samples)
+
+
 def test_the_fleet_view_fills_the_screen_and_every_replica_pane_says_enough():
     async def run() -> None:
-        app = FleetApp(record(), interval=60, gpus=False)
+        # a tick per sample, asked for once the previous one is shown (the interval never elapses in the test)
+        app = FleetApp(record(), interval=3600, gpus=False, source=Replay([sample(k, 10.0 + k) for k in range(5)]))
         async with app.run_test(size=(120, 40)) as pilot:
-            app.paused = True  # the panes below show the samples posted here
-            for k in range(5):
-                app.post_message(FleetReady(sample(float(k), 10.0 + k)))
-            await pilot.pause(0.3)
+            for k in range(1, 6):
+                if k > 1:
+                    app.ticker.poke()
+                await until(pilot, lambda k=k: app.samples == k, f"the app showed recorded sample {k}")
             grid = app.query_one("#fleet")
             panes = list(grid.children)
             rows_used = sum(p.region.height for p in panes) / 2  # two columns
@@ -46,7 +59,7 @@ def test_the_fleet_view_fills_the_screen_and_every_replica_pane_says_enough():
                 for words in ("decode", "running", "TTFT p50", "KV", "router sent"):
                     assert words in text, (words, text)
                 spark = pane.query_one(Sparkline)
-                assert list(spark.data or [])[-5:] == [10.0, 11.0, 12.0, 13.0, 14.0]
+                assert list(spark.data or []) == [10.0, 11.0, 12.0, 13.0, 14.0]
                 assert spark.region.height >= 3  # the history takes the room the text leaves
 
     asyncio.run(run())
