@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 from conftest import HOSTS, run_cli
+from waits import until
 
 from ktwizard.host.probe import probe
 from ktwizard.host.spec import load_host
@@ -61,6 +62,19 @@ async def set_input(pilot, id_: str, value: str):
     await pilot.pause()
 
 
+def palette_highlighted(app, words: str) -> bool:
+    """The command palette shows a highlighted command whose text has these words."""
+    from textual.command import CommandList, CommandPalette
+
+    if not isinstance(app.screen, CommandPalette):
+        return False
+    found = app.screen.query(CommandList)
+    if not found or found.first().highlighted is None:
+        return False
+    listed = found.first()
+    return words in str(listed.get_option_at_index(listed.highlighted).prompt).lower()
+
+
 def text(app, id_: str) -> str:
     return str(app.screen.query_one(f"#{id_}").render())
 
@@ -110,10 +124,7 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             await pilot.press("l")
             await pilot.pause()
             await pilot.press("y")
-            for _ in range(300):
-                await pilot.pause(0.1)
-                if isinstance(app.screen, MonitorScreen):
-                    break
+            await until(pilot, lambda: isinstance(app.screen, MonitorScreen), "the monitor after the launch")
             logged = [str(x.text) for x in s.query_one("#launch-log").lines]
             assert isinstance(app.screen, MonitorScreen), logged
             said = " ".join(" ".join(logged).split())  # the log wraps its lines
@@ -253,10 +264,11 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
         async with app.run_test(size=(120, 40)) as pilot:
             goals = {"context": "163840", "concurrency": "2"}
             s = await launch_standin(pilot, checkpoint, goals, standin_image, name, port, "STANDIN_STEP_S=0.05")
-            for _ in range(300):
-                await pilot.pause(0.1)
-                if isinstance(app.screen, MonitorScreen) and app.screen.samples >= 2:
-                    break
+            await until(
+                pilot,
+                lambda: isinstance(app.screen, MonitorScreen) and app.screen.samples >= 2,
+                "two samples on the monitor after the launch",
+            )
             assert isinstance(app.screen, MonitorScreen), [line for line in s.query_one("#launch-log").lines]
             assert "decode" in app.screen.query_one("#throughput").plain
             await pilot.press("escape")  # back to the launch summary ...
@@ -270,10 +282,10 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
             await app.run_action("command_palette")
             await pilot.pause()
             await pilot.press(*"open the monitor")
-            await pilot.pause(0.3)
+            # the palette searches in a worker: Enter once it has highlighted a match, not after a guessed pause
+            await until(pilot, lambda: palette_highlighted(app, "open the monitor"), "the palette's match")
             await pilot.press("enter")
-            await pilot.pause(0.3)
-            assert isinstance(app.screen, MonitorScreen)
+            await until(pilot, lambda: isinstance(app.screen, MonitorScreen), "the monitor from the palette")
             await pilot.press("q")
             await pilot.pause()
         return app
@@ -285,19 +297,25 @@ def test_launch_from_the_wizard_reaches_the_monitor(docker_client, standin_image
         run_cli("stop", name)
 
 
-def test_a_change_that_fits_is_applied_with_a_key():
-    from ktwizard.tui.screens.plan import ADVICE_AFTER_S
+def test_a_change_that_fits_is_applied_with_a_key(monkeypatch):
+    from ktwizard.tui.screens import plan as plan_screen
+
+    rest = plan_screen.ADVICE_AFTER_S
 
     async def go():
         app = app_for()
         async with app.run_test(size=(120, 40)) as pilot:
             await to_plan(pilot)
+            # each keystroke re-plans at once without advice; the fixes (trial plans) follow once the field rests.
+            # While these keys land the field never rests (however slow the machine), then it does.
+            monkeypatch.setattr(plan_screen, "ADVICE_AFTER_S", 3600)
             await set_input(pilot, "context", "262144")
-            await set_input(pilot, "concurrency", "8")
-            # each keystroke re-plans at once without advice; the fixes (trial plans) follow once the field rests
+            await set_input(pilot, "concurrency", "7")
             assert not app.state.plan.fits and not app.state.plan.suggestions
-            await pilot.pause(ADVICE_AFTER_S + 0.3)
-            assert not app.state.plan.fits and app.state.plan.suggestions
+            monkeypatch.setattr(plan_screen, "ADVICE_AFTER_S", rest)
+            await set_input(pilot, "concurrency", "8")
+            await until(pilot, lambda: app.state.plan.suggestions, "the advice once the field rested")
+            assert not app.state.plan.fits and app.state.plan.goals.concurrency == 8
             best = app.state.plan.suggestions[0]
             assert "^f " + best.change in text(app, "suggestions")
             await pilot.press("ctrl+f")
@@ -549,11 +567,8 @@ def test_w_on_the_host_step_measures_this_machines_memory_and_shows_it_on_the_me
         app = WizardApp(host=probe(with_engine=False), host_ref=None, gpus=False)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("w")
-            for _ in range(100):  # about a second per NUMA node, in a worker thread
-                await pilot.pause(0.1)
-                if app.state.host.memory.measured:
-                    break
-            await pilot.pause(0.2)
+            # about a second per NUMA node, in a worker thread; the cards are redrawn with the state, on the UI thread
+            await until(pilot, lambda: app.state.host.memory.measured, "this machine's memory measured")
             cards = "\n".join(str(c.content) for c in app.screen.query(".card"))
             return notes, before, app.state.host.memory.measured, cards
 
