@@ -18,3 +18,18 @@ async def until(pilot, ready: Callable[[], object], what: str, limit: float = HA
             raise AssertionError(f"never happened within {limit:.0f} s: {what}")
         await asyncio.sleep(0.02)
     await pilot.pause()
+
+
+async def ticks(pilot, ticker, n: int = 2) -> None:
+    """Until the sampling loop has begun n ticks after this call (monitor/ticker.py: a tick clears the wake event
+    that `poke` sets), however slow the machine: what a paused or zoomed loop does on a tick has then been done."""
+    for i in range(n):
+        ticker.poke()
+        await until(pilot, lambda: not ticker.wake.is_set(), f"tick {i + 1} of the sampling loop")
+
+
+async def polls(pilot, polled: list, n: int = 2) -> None:
+    """Until a replayed source has been asked for n more samples: the first may have read the panes before the
+    last key, the second cannot have."""
+    start = len(polled)
+    await until(pilot, lambda: len(polled) >= start + n, f"{n} more polls of the source")

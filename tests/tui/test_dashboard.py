@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from waits import polls, ticks, until
+
 from ktwizard.monitor.samples import (
     Alert,
     GpuProcSample,
@@ -85,20 +87,20 @@ def test_dashboard_renders_recorded_samples_and_keys_work():
         source = Replay(recorded_samples())
         app = MonitorApp(source=source, interval=0.05, predicted={0: 80_000_000_000})
         async with app.run_test(size=(120, 40)) as pilot:
-            while app.samples < 5:
-                await pilot.pause(0.05)
+            await until(pilot, lambda: app.samples >= 5, "five samples shown")
             gpu = app.query_one("#gpu").plain
             tp = app.query_one("#throughput").plain
             assert "GPU0" in gpu and "plan 74.51 GiB" in gpu and "server 64.26 GiB" in gpu
             assert "decode  26.0 tok/s" in tp and "queued 1" in tp and "TTFT p50 1.20 s" in tp
             assert "decode rate collapsed" in app.query_one("#alerts").plain
             await pilot.press("l")  # full log: the other panes hide and are no longer polled
-            await pilot.pause(0.2)
+            await polls(pilot, source.polled)
             assert "gpu" not in source.polled[-1] and "server" not in source.polled[-1]
             await pilot.press("p")
-            n = app.samples
-            await pilot.pause(0.3)
-            assert app.samples == n  # paused
+            await ticks(pilot, app.screen.c.ticker)  # a sample begun before the key is delivered by now
+            n, asked = app.samples, len(source.polled)
+            await ticks(pilot, app.screen.c.ticker, 3)
+            assert app.samples == n and len(source.polled) == asked  # paused: ticks, and no sample
             await pilot.press("q")
 
     asyncio.run(go())
@@ -164,11 +166,10 @@ def test_dashboard_resizes_its_bars_with_the_terminal():
     async def go():
         app = MonitorApp(source=Replay(recorded_samples()), interval=0.05, predicted={0: 80_000_000_000})
         async with app.run_test(size=(80, 24)) as pilot:
-            while app.samples < 2:
-                await pilot.pause(0.05)
+            await until(pilot, lambda: app.samples >= 2, "two samples shown")
             narrow = next(line for line in screen_text(app) if "GPU0 " in line)
             await pilot.resize_terminal(160, 40)
-            await pilot.pause(0.2)
+            await until(pilot, lambda: app.screen.size == (160, 40), "the screen at the new size")
             wide = next(line for line in screen_text(app) if "GPU0 " in line)
             cells = lambda line: line.count("█") + line.count("·") + line.count("|")  # noqa: E731
             assert cells(wide) > cells(narrow)

@@ -8,6 +8,7 @@ import json
 from test_dashboard import Replay, recorded_samples, screen_text
 from test_wizard import app_for, set_input, to_plan
 from textual.widgets import Input, Label, Select, Tabs
+from waits import polls, until
 
 
 async def to_launch(pilot):
@@ -145,14 +146,13 @@ def test_dashboard_zoom_scroll_whose_machine_and_hidden_fields():
         source = Replay(recorded_samples(30))
         app = MonitorApp(source=source, interval=0.02, url="http://10.1.2.3:30000", gpus=False)
         async with app.run_test(size=(80, 24)) as pilot:
-            while app.samples < 5:
-                await pilot.pause(0.05)
+            await until(pilot, lambda: app.samples >= 5, "five samples shown")
             assert "not 10.1.2.3" in app.screen.query_one("#gpu").border_title
             assert "not 10.1.2.3" in app.screen.query_one("#host").border_title
             text = "\n".join(screen_text(app))
             assert "more line(s)" in text  # at 80x24 a pane too small for its rows says so
             await pilot.press("3")  # zoom the throughput pane: alone on the screen, the others not polled
-            await pilot.pause(0.2)
+            await polls(pilot, source.polled)
             assert app.screen.query_one("#gpu").display is False or not app.screen.query_one("#gpu").region.height
             assert "gpu" not in source.polled[-1]
             text = "\n".join(screen_text(app))
