@@ -19,9 +19,9 @@ from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import dsv4_layerwise, linear_state, margin, steps
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory import ledger as L
-from ktwizard.planner.memory import dsv4_layerwise, linear_state, margin, steps
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
