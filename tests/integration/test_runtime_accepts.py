@@ -119,13 +119,39 @@ def _cases(tmp: Path) -> tuple[dict[str, dict], dict[str, list[dict]], list[str]
                         # runtime must refuse it too
                         "refuse": glm5_next.gpu_problem(preset.spec(), (gpus[0].compute_capability,)) is not None,
                         "tp": tp,
+                        "memory": _memory_job(result, preset.spec()),
                     }
                 )
     return devices, cases, refused
 
 
+def _memory_job(result, spec) -> dict:
+    """What the runtime's load-time memory code needs from the plan: the card as the ledger leaves it after the CUDA
+    context and after the weights (the smallest over the ranks, as the runtime's distributed profile takes it), the
+    MoE layers it registers, and the ledger's own figures to hold the runtime's answers to."""
+    budgets = result.gpu_budgets
+    after_context = min(b.total - b.phase_bytes_of("before") for b in budgets)
+    free = min(b.total - b.phase_bytes_of("before") - b.phase_bytes_of("weights") for b in budgets)
+    kept = ("layerwise raw slots (kept)", "layerwise Marlin images (kept)")
+    return {
+        "after_context": after_context,
+        "free_after_weights": free,
+        "layers": spec.layers,
+        "moe_layers": list(spec.moe_layers),
+        "experts": spec.routed_experts,
+        "hidden": spec.hidden,
+        "moe_intermediate": spec.moe_intermediate,
+        # the checkpoint's routed-expert method as the runtime's quant config picks it (mxfp4_deepseek.py; kt_ep_
+        # wrapper.py:718-738 wraps Fp8MoEMethod for --kt-method MXFP4 on V4)
+        "gpu_method": "DeepSeekMxfp4MoEMethod" if rules.is_dsv4(spec) else "Fp8MoEMethod",
+        "dsv4": rules.is_dsv4(spec),
+        "ledger_kept": max(sum(b.item(n) for n in kept) for b in budgets),
+        "ledger_pool": min(b.item("KV pool") for b in budgets),
+    }
+
+
 def _run(python: str, device: dict, cases: list[dict]) -> list[dict]:
-    job = {"gpu": device, "cases": [{k: c[k] for k in ("id", "argv", "env")} for c in cases]}
+    job = {"gpu": device, "cases": [{k: c[k] for k in ("id", "argv", "env", "memory")} for c in cases]}
     out = subprocess.run(
         [python, str(TESTS / "runtime" / "accept.py")],
         input=json.dumps(job),
@@ -192,6 +218,17 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
                 kept = got["flags"].get(name, value)
                 if isinstance(value, (int, float, str)) and not isinstance(value, bool) and not _same(value, kept):
                     wrong.append(f"{case['id']}: {name} {value} rendered, the runtime settles on {kept}")
+            mem, job = got.get("memory") or {}, case["memory"]
+            if mem.get("reservation", 0) > job["ledger_kept"]:
+                # every reservation the runtime makes is memory the ledger keeps for it
+                wrong.append(
+                    f"{case['id']}: the runtime reserves {mem['reservation']} B, the ledger {job['ledger_kept']} B"
+                )
+            if mem and mem["rest"] < job["ledger_pool"]:
+                # the pool the runtime would size from the rendered --mem-fraction-static is the one the plan promises
+                wrong.append(f"{case['id']}: the runtime's profile leaves {mem['rest']} B of {job['ledger_pool']} B")
+            if mem.get("full_tokens") is not None and mem["full_tokens"] != flags.get("--max-total-tokens"):
+                wrong.append(f"{case['id']}: DSv4 pool {mem['full_tokens']}, planned {flags.get('--max-total-tokens')}")
             if (
                 "--expert-distribution-recorder-buffer-size" in flags
                 and r["expert_distribution_recorder_buffer_size"] != flags["--expert-distribution-recorder-buffer-size"]

@@ -8,8 +8,10 @@ are not installed: every module that is neither there nor in the standard librar
 fake that answers the device questions (capability, memory, CUDA version) with the host's facts. The runtime's own
 Python decides everything else.
 
-stdin: {"gpu": {"cc": [9, 0], "memory_mib": 143771, "count": 1, "cudnn": 91600}, "cases": [{"id", "argv", "env"}]}
-stdout: one JSON object per case: {"id", "ok", "error", "resolved": {field: value}, "flags": {rendered flag: value}}
+stdin: {"gpu": {"cc": [9, 0], "memory_mib": 143771, "count": 1, "cudnn": 91600},
+        "cases": [{"id", "argv", "env", "memory" (optional: the plan's ledger, see _memory)}]}
+stdout: one JSON object per case: {"id", "ok", "error", "resolved": {field: value}, "flags": {rendered flag: value},
+        "memory": {"reservation", "rest", "full_tokens"} when asked}
 """
 
 from __future__ import annotations
@@ -170,6 +172,27 @@ def _fake_torch() -> types.ModuleType:
         return types.SimpleNamespace(max=2 ** (bits - signed) - 1, min=-(2 ** (bits - 1)) if signed else 0, bits=bits)
 
     torch.finfo, torch.iinfo = finfo, iinfo
+
+    class Tensor:  # shapes and real element sizes: the runtime's byte estimates call element_size() on these
+        def __init__(self, shape, dtype_) -> None:
+            self.shape, self.dtype = tuple(shape), dtype_ or torch.float32
+
+        def element_size(self) -> int:
+            return self.dtype.itemsize
+
+        def numel(self) -> int:
+            n = 1
+            for d in self.shape:
+                n *= d
+            return n
+
+    def tensor(data=(), dtype=None, **_):
+        return Tensor((len(data) if isinstance(data, (list, tuple)) else 1,), dtype)
+
+    def empty(*shape, dtype=None, **_):
+        return Tensor(shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape, dtype)
+
+    torch.tensor, torch.empty = tensor, empty
     torch._utils = types.SimpleNamespace(_element_size=lambda d: d.itemsize)
     cuda = StubModule("torch.cuda")
     cuda.__path__ = []
@@ -251,6 +274,64 @@ class Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+def _memory(job: dict, args, mc) -> dict:
+    """The runtime's own load-time memory decisions with the rendered flags on this card: the MXFP4 layerwise
+    reservation (model_runner.py:593-607 gate; kt_ep_wrapper.py:3396-3494 registry and estimate, the MoE layers
+    registered as kt_ep_wrapper.py:5373 does), the profile of what is left for the pools (memory_profiler.py:160-176,
+    free memory after the weights as the plan's ledger puts it) and, for DeepSeek-V4, DSv4MemoryCalculator's pool
+    sizes from it capped by --max-total-tokens (model_runner_kv_cache_mixin.py:517-530)."""
+    from sglang.srt.model_executor import memory_profiler as mp
+    from sglang.srt.utils import common
+
+    torch = sys.modules["torch"]
+    reservation = 0
+    if (args.kt_method or "").upper() == "MXFP4" and (args.kt_gpu_prefill_token_threshold or 0) > 0:
+        from sglang.srt.layers.moe import kt_ep_wrapper as kt
+
+        for registry in (kt._MXFP4_PREFILL_LAYER_REGISTRY, kt._MXFP4_LAYERWISE_MANAGERS):
+            registry.clear()
+        kt._MXFP4_LAYERWISE_DISABLED_REASONS.clear()
+        gpu_method = type(job["gpu_method"], (), {})()  # what the checkpoint's quant config picks (ktwizard's word)
+        device = types.SimpleNamespace(type="cuda", index=0)
+        for index in job["moe_layers"]:
+            layer = types.SimpleNamespace(parameters=lambda: iter([types.SimpleNamespace(device=device)]))
+            for name in kt._Mxfp4PrefillSlot.RAW_NAMES:
+                setattr(layer, name, torch.empty((1,), dtype=torch.int8))
+            config = types.SimpleNamespace(
+                method=args.kt_method, weight_path=args.kt_weight_path, num_layers=job["layers"], layer_idx=index
+            )
+            method = types.SimpleNamespace(
+                gpu_prefill_token_threshold=args.kt_gpu_prefill_token_threshold,
+                kt_config=config,
+                gpu_method=gpu_method,
+                global_num_experts=job["experts"],
+                _full_init_args=(job["hidden"], job["moe_intermediate"] // args.tp_size, torch.bfloat16),
+            )
+            kt._register_mxfp4_prefill_layer(method, layer)
+        reservation = kt.get_mxfp4_layerwise_prefill_reservation_bytes()
+    common.get_available_gpu_memory = lambda *a, **k: job["free_after_weights"] / (1 << 30)
+    rest = mp.profile_available_bytes(
+        device="cuda",
+        gpu_id=0,
+        total_gpu_memory=job["after_context"] / (1 << 30),
+        mem_fraction_static=args.mem_fraction_static,
+        reservation_bytes=reservation,
+    )
+    out = {"reservation": reservation, "rest": rest, "full_tokens": None}
+    if job.get("dsv4"):
+        calc = mp.DSv4MemoryCalculator(
+            model_config=mc,
+            page_size=args.page_size,
+            swa_ratio=args.swa_full_tokens_ratio,
+            is_speculative=args.speculative_algorithm is not None,
+        )
+        sizes = calc.calculate_pool_sizes(rest)
+        if args.max_total_tokens is not None and sizes.full_max_total_num_tokens > args.max_total_tokens:
+            sizes = calc.get_pool_sizes_by_configuration(max_total_tokens=args.max_total_tokens)
+        out["full_tokens"] = sizes.full_max_total_num_tokens
+    return out
+
+
 def _value(v):
     return v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
 
@@ -314,6 +395,9 @@ def main() -> int:
             out["resolved"]["multimodal"] = bool(mc.is_multimodal)
             # each rendered flag's field as the runtime settled it, under the flag's name (its parser's dest)
             out["flags"] = {a: _value(getattr(args, dests[a], None)) for a in case["argv"] if a in dests}
+            if case.get("memory"):
+                with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                    out["memory"] = _memory(case["memory"], args, mc)
         except SystemExit as exc:
             out.update(ok=False, error=f"argument parser exited ({exc.code}): {quiet.getvalue()[-300:]}")
         except Exception as exc:  # noqa: BLE001 - any start-up failure is the verdict we report

@@ -304,9 +304,12 @@ def test_gpu_experts_keep_their_loaded_form_beside_the_converted_copy_under_laye
     converted = 3 * (2048 * 4096 // 2 + 2048 * 4096 // 32)
     item = next(i for i in r.gpu_budgets[0].items if i.name == "GPU experts")
     assert item.bytes == math.ceil(144 * 43 * (loaded + converted) / 8)
-    # KT's tutorial runs exactly this with --mem-fraction-static 0.80 (doc/en/DeepSeek-V4-Flash.md); the budget needs
-    # about that, where the experts at their checkpoint size alone would have asked for half
-    assert 0.78 <= r.mem_fraction_static <= 0.85
+    # KT's tutorial runs exactly this with --mem-fraction-static 0.80 (doc/en/DeepSeek-V4-Flash.md), where the
+    # experts at their checkpoint size alone would have asked for half; on top, the runtime takes its MXFP4 layerwise
+    # reservation, 2 x (raw + Marlin-prepared layer) / 8 = 1.73 GiB a rank, off the profile before the pool
+    # (kt_ep_wrapper.py:3450-3494, memory_profiler.py:160-176): about 0.055 of a 31.4 GiB card more
+    reservation = 2 * 256 * (loaded + converted) / 8
+    assert 0.78 + reservation / (31.4 * 2**30) <= r.mem_fraction_static <= 0.85 + reservation / (31.4 * 2**30)
 
 
 def test_the_hub_reads_a_v4_checkpoint_as_its_local_folder(tmp_path, monkeypatch):

@@ -19,9 +19,9 @@ from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
+from ktwizard.planner.memory import dsv4_layerwise, linear_state, margin, steps
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory import ledger as L
-from ktwizard.planner.memory import linear_state, margin, steps
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
@@ -96,6 +96,8 @@ class Sizing:
         self.keep_raw = rules.is_dsv4(spec) and layerwise and any(g.compute_capability != "10.0" for g in gpus)
         self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp, self.keep_raw)
         self.int4 = steps.Int4Layer.layerwise(spec, method) if layerwise else None
+        # DeepSeek-V4 MXFP4: the full-expert layer the runtime keeps depends on the GPU (dsv4_layerwise)
+        self.dsv4_layerwise = dsv4_layerwise.applies(spec, method, layerwise)
         self._fit: Fit | None = None
         self._budgets: dict[tuple[object, ...], GpuBudget] = {}
         self._after: list[BudgetItem] | None = None
@@ -258,7 +260,7 @@ class Sizing:
         c, ctx = self.goals.concurrency, self.context
         items: list[BudgetItem] = []
         if self.layerwise:
-            items += L.layerwise_layer(self.spec, self.method, self.tp)
+            items += self.layerwise_items()
         items.append(L.allocator_overhead())
         riders = ctx * (c - 1)  # --enable-mixed-chunk: every other request decodes inside the prefill batch
         short = min(self.threshold + 1, self.tokens)
@@ -268,6 +270,19 @@ class Sizing:
         items += L.step_items("longest prompt", *self.prefill_steps(self.chunk + c - 1, (riders, riders + last_prefix)))
         items += L.step_items("decode", *self.decode_steps(c))
         return items
+
+    def layerwise_items(self) -> list[BudgetItem]:
+        """The full-expert layer layerwise prefill keeps. The ledger after the weights is shared by every GPU, so
+        on a mix of architectures the costliest path's items stand for all."""
+        generic = L.layerwise_layer(self.spec, self.method, self.tp)
+        if not self.dsv4_layerwise:
+            return generic
+        paths = [dsv4_layerwise.items(self.spec, self.tp, g.compute_capability) or generic for g in self.gpus]
+        return max(paths, key=lambda its: sum(i.bytes for i in its))
+
+    def reservation(self, g: GPU) -> int:
+        """What the runtime subtracts on this GPU before profiling the KV pool (dsv4_layerwise.reservation)."""
+        return dsv4_layerwise.reservation(self.spec, self.tp, g.compute_capability) if self.dsv4_layerwise else 0
 
     def _key(self, g: GPU, rank: int) -> tuple[object, ...]:
         # GPUs alike in size, use and rank role have the same ledger: 8 identical cards are sized twice, not 8 times
@@ -335,7 +350,12 @@ class Sizing:
         budgets = [self.budget(g, rank, experts) for rank, g in enumerate(self.gpus)]
         after_ctx = [b.total - b.phase_bytes("load") + b.phase_bytes_of("weights") for b in budgets]
         t = min(after_ctx)
-        after_weights = min(free - b.phase_bytes_of("weights") for free, b in zip(after_ctx, budgets, strict=True))
+        # the runtime profiles free memory less T x (1 - mfs) less its MXFP4 layerwise reservation (memory_profiler.py
+        # :160-176, model_runner.py:593-607): the budget must cover the pool after that reservation too
+        after_weights = min(
+            free - b.phase_bytes_of("weights") - self.reservation(g)
+            for free, b, g in zip(after_ctx, budgets, self.gpus, strict=True)
+        )
         # the runtime takes slots x per request off the budget before sizing the KV pool (:283-286, :342-347)
         need = self.pool.bytes + (self.state_pool.counted if self.state_pool else 0)
         need += max(C.KV_POOL_MARGIN_MIN, int(need * C.KV_POOL_MARGIN_FRACTION))
