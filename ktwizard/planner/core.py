@@ -21,7 +21,7 @@ from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, ch
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
-from ktwizard.runtime import glm5_next, kernels, rules
+from ktwizard.runtime import glm5_next, kernel_table, kernels, rules
 from ktwizard.runtime.catalog import check_flags
 from ktwizard.units import human
 
@@ -225,6 +225,11 @@ def plan(
             )
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
+    rendered = {f.name: f.value for f in flags}
+    if not kernels.gpu_problem(spec, capabilities) and (
+        problem := kernel_table.arch_problem(spec, rendered, capabilities)
+    ):
+        overflows.insert(0, problem)  # it would load and die at the first forward: a kernel this GPU lacks (#49)
     notes += why_notes + _notes(goals, choice, sizing, budgets, gpus, threads)
     fetch = download(spec, _model_path(goals, spec), host.disk)
     if fetch is not None:

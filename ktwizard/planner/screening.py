@@ -10,7 +10,7 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.methods import choose_method
-from ktwizard.runtime import glm5_next
+from ktwizard.runtime import glm5_next, kernel_table
 from ktwizard.runtime.kernels import gpu_problem
 from ktwizard.runtime.rules import loader_problem
 
@@ -24,7 +24,11 @@ def obstacle(spec: ModelSpec, host: HostProfile) -> str | None:
     if loader_problem(spec, choice.method):  # kt-kernel has no loader for it, or would compute it wrong (MiniMax-M3)
         return "CPU cannot run this method"
     capabilities = tuple(g.compute_capability for g in host.visible_gpus)
-    if gpu_problem(spec, capabilities) or glm5_next.gpu_problem(spec, capabilities):
+    if (
+        gpu_problem(spec, capabilities)
+        or glm5_next.gpu_problem(spec, capabilities)
+        or kernel_table.arch_problem(spec, {}, capabilities)
+    ):
         return "GPU architecture lacks the kernel"
     ram = M.cpu_bytes_per_expert(spec, choice.method) * spec.routed_experts * spec.moe_layer_count
     return "RAM too small" if ram > host.memory.usable else None
