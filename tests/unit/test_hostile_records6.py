@@ -92,3 +92,69 @@ def test_an_old_folder_is_moved_over(tmp_path, monkeypatch):
     assert not (folder / "x.plan.json").exists() and (folder / "plan" / "x.json").is_file()
     assert records.load_extra("z", "plan") is None
     assert sorted(p.name for p in folder.glob("*.json")) == ["x.json", "y.peak.json", "z.json", "z.plan.json"]
+
+
+# --- calibrations: a damaged file, reset --all, show's file name ---
+
+HOST, PRESET = "rtx-pro-6000-epyc-9355", "kimi-k2.7-code"
+
+
+def _calibration(tmp: Path, monkeypatch: pytest.MonkeyPatch, factor: float = 1.1, model: str = PRESET) -> Path:
+    """A calibration as bench keeps one, for a plan of the bundled host; its file."""
+    from ktwizard.bench.calibration_store import calibrate, path_of
+    from ktwizard.host.spec import load_host
+    from ktwizard.models.presets import get_preset, recipe_for
+    from ktwizard.planner.core import plan
+    from ktwizard.planner.types import Goals
+
+    _use(tmp, monkeypatch)
+    p = get_preset(model)
+    made = plan(load_host(HOST), p.spec(), Goals(context=32768), p.sglang, recipe_for(p.id))
+    assert made.forecast
+    cal = calibrate(made, [(0, 1, factor * made.forecast.single.tok_s_total)], "kimi-a")
+    assert cal is not None
+    return path_of(cal)
+
+
+DAMAGE = {
+    "torn": lambda text: text[: len(text) // 2],
+    "not-json": lambda text: "{oops",
+    "wrong-type": lambda text: text.replace('"decode": 1.1', '"decode": "fast"'),
+    "out-of-band": lambda text: text.replace('"decode": 1.1', '"decode": 77'),
+    "a-list": lambda text: "[1, 2]",
+    "empty": lambda text: "",
+}
+
+
+@pytest.mark.parametrize("how", sorted(DAMAGE))
+def test_a_damaged_calibration_is_listed_and_removed_alone(tmp_path, monkeypatch, how):
+    good = _calibration(tmp_path, monkeypatch, model="qwen3-30b-a3b-fp8")
+    bad = _calibration(tmp_path, monkeypatch)
+    assert good != bad
+    bad.write_text(DAMAGE[how](bad.read_text()))
+    bad_id = bad.stem.rpartition("--")[2]
+    listed = _cli(tmp_path, "calibration", "list")
+    assert listed.returncode == 0, listed.stderr  # before: exit 2, the good one not shown
+    assert good.stem.rpartition("--")[2] in listed.stdout
+    line = next(x for x in listed.stdout.splitlines() if x.startswith(bad_id))
+    assert "DAMAGED" in line and f"reset {bad_id}" in line
+    rows = json.loads(_cli(tmp_path, "calibration", "list", "--json").stdout)
+    assert [r["id"] for r in rows if "damaged" in r] == [bad_id]
+    out = _cli(tmp_path, "plan", "--preset", PRESET, "--host", HOST)  # refused in one line naming the reset
+    assert out.returncode == 2 and f"calibration reset {bad_id}" in out.stderr, out.stderr
+    out = _cli(tmp_path, "calibration", "reset", bad_id)
+    assert out.returncode == 0, out.stderr  # before: exit 2, only --all offered (which removes the good one too)
+    assert not bad.exists() and good.exists()
+    assert _cli(tmp_path, "plan", "--preset", PRESET, "--host", HOST).returncode == 0
+
+
+def test_a_file_named_otherwise_is_listed_and_removed_by_its_id(tmp_path, monkeypatch):
+    from ktwizard.bench.calibration_store import file_id, folder
+
+    _use(tmp_path, monkeypatch)
+    odd = folder() / "junk.json"
+    odd.parent.mkdir(parents=True)
+    odd.write_text("{}")
+    listed = _cli(tmp_path, "calibration", "list")
+    assert listed.returncode == 0 and "DAMAGED" in listed.stdout, listed.stdout + listed.stderr
+    assert _cli(tmp_path, "calibration", "reset", file_id(odd)).returncode == 0 and not odd.exists()
