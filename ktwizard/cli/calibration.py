@@ -59,6 +59,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from ktwizard.bench.calibration_store import find, read
+    from ktwizard.textsafe import printable
 
     found = find(args.id)
     if len(found) != 1:
@@ -71,7 +72,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     k = cal.key
     print(
         f"{cal.line}\n  host fingerprint {k.host_key}\n  model {k.model}, method {k.method}, {k.gpu_experts} GPU "
-        f"experts, {k.placement} placement, TP {k.tp}\n  image {k.image}\n  file {path}"
+        f"experts, {k.placement} placement, TP {k.tp}\n  image {k.image}\n  file {printable(str(path), False)}"
     )
     return 0
 

@@ -158,3 +158,15 @@ def test_a_file_named_otherwise_is_listed_and_removed_by_its_id(tmp_path, monkey
     listed = _cli(tmp_path, "calibration", "list")
     assert listed.returncode == 0 and "DAMAGED" in listed.stdout, listed.stdout + listed.stderr
     assert _cli(tmp_path, "calibration", "reset", file_id(odd)).returncode == 0 and not odd.exists()
+
+
+def test_calibration_show_prints_its_file_name_without_escapes(tmp_path, monkeypatch):
+    path = _calibration(tmp_path, monkeypatch)
+    hostile = path.with_name("\x1b]0;owned\x07\x1b[2J" + path.name)  # still ends in --ID.json: found by its id
+    path.rename(hostile)
+    out = _cli(tmp_path, "calibration", "show", path.stem.rpartition("--")[2])
+    assert out.returncode == 0, out.stderr
+    assert "\x1b" not in out.stdout and "\x07" not in out.stdout  # before: the name printed raw
+    assert "owned" in out.stdout  # the name is shown, its escapes are not
+    listed = _cli(tmp_path, "calibration", "list")
+    assert "\x1b" not in listed.stdout + listed.stderr
