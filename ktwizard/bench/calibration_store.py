@@ -1,11 +1,13 @@
 """Bench calibrations kept beside the user's data, one file per key (planner/calibration.py says what they mean and
 when they apply). Every file is checked when it is read: a damaged one is refused in one line that names it and the
-command that removes it, never a crash or a negative speed."""
+command that removes it alone, never a crash or a negative speed; `calibration list` shows it as damaged."""
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_FILES = 1000  # a folder of calibrations is read whole: cap it
+ID = re.compile(r"[0-9a-f]{12}")
 
 
 def folder() -> Path:
@@ -36,24 +39,55 @@ def path_of(cal: Calibration) -> Path:
     return folder() / f"{_stem(cal.key.host_key, cal.key.model)}{cal.key.id}.json"
 
 
+def file_id(path: Path) -> str:
+    """The id a calibration file answers to, read from its name alone, so a damaged file is listed and removed by
+    it too: the id ktwizard writes at the end of the name, or (a file named otherwise) a digest of the name."""
+    tail = path.stem.rpartition("--")[2]
+    return tail if ID.fullmatch(tail) else hashlib.sha256(path.name.encode("utf-8", "replace")).hexdigest()[:12]
+
+
 def read(path: Path) -> Calibration:
-    """One calibration file, checked (BadInput in one line otherwise)."""
+    """One calibration file, checked (BadInput in one line otherwise, naming the command that removes it alone)."""
+    fix = f"ktwizard calibration reset {file_id(path)} removes it"
     try:
         if path.stat().st_size > 64 * 1024:
-            raise BadInput(f"calibration file {path}: larger than a calibration; ktwizard calibration reset --all")
+            raise BadInput(f"calibration file {path}: larger than a calibration; {fix}")
     except OSError as exc:
         raise BadInput(f"calibration file {path}: {exc.strerror or exc}") from None
     where = f"calibration file {path}"
     try:
         cal = from_data(Calibration, read_structured(path), where)
+        return check(cal, where)
     except BadInput as exc:
-        raise BadInput(f"{exc.message.splitlines()[0]} (ktwizard calibration reset --all removes it)") from None
-    return check(cal, where)
+        first = exc.message.splitlines()[0] if exc.message else where
+        raise BadInput(first if "calibration reset" in first else f"{first} ({fix})") from None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file of the folder as `calibration list` shows it: its calibration, or why it cannot be read."""
+
+    path: Path
+    id: str
+    calibration: Calibration | None
+    damaged: str = ""  # the one-line reason, when calibration is None
+
+
+def entry(path: Path) -> Entry:
+    try:
+        return Entry(path, file_id(path), read(path))
+    except BadInput as exc:
+        return Entry(path, file_id(path), None, exc.message)
+
+
+def all_files() -> list[Path]:
+    """Every file of the folder, uncapped (what reset --all removes)."""
+    base = folder()
+    return sorted(p for p in base.glob("*.json") if not p.is_dir()) if base.is_dir() else []
 
 
 def files() -> list[Path]:
-    found = sorted(folder().glob("*.json")) if folder().is_dir() else []
-    return found[:MAX_FILES]
+    return all_files()[:MAX_FILES]
 
 
 def stored(host: HostProfile, model: str) -> tuple[Calibration, ...]:
@@ -75,12 +109,11 @@ def _stored(base: str, stamp: int, key: str, model: str) -> tuple[Calibration, .
     return tuple(c for c in cals if c.key.host_key == key and c.key.model == model)
 
 
-def find(ident: str) -> list[tuple[Path, Calibration]]:
-    """Calibrations whose id starts with `ident` (at least 4 characters)."""
+def find(ident: str) -> list[Path]:
+    """The files whose id (file_id: read from the name, damaged or not) starts with `ident` (4 to 12 hex digits)."""
     if not re.fullmatch(r"[0-9a-f]{4,12}", ident):
         raise BadInput(f"{ident!r}: not a calibration id (ktwizard calibration list shows them)")
-    return [(p, c) for p in files() if p.stem.endswith("--" + ident) or p.stem.split("--")[-1].startswith(ident)
-            for c in (read(p),)]  # fmt: skip
+    return [p for p in all_files() if file_id(p).startswith(ident)]
 
 
 def calibrate(plan: Plan, decode: list[tuple[int, int, float]], deployment: str, image: str = "") -> Calibration | None:

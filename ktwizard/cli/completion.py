@@ -8,8 +8,8 @@ import shlex
 import sys
 
 STATE = '"${XDG_STATE_HOME:-$HOME/.local/state}/ktwizard'
-# record files are NAME.json, beside NAME.plan.json and NAME.peak.json: only the first kind names a deployment
-RECORDS = " 2>/dev/null | grep -v -e '[.]plan[.]json$' -e '[.]peak[.]json$' | sed -n 's/[.]json$//p'"
+# record files are NAME.json; what a launch keeps beside them is in the plan/ and peak/ subfolders (no .json)
+RECORDS = " 2>/dev/null | sed -n 's/[.]json$//p'"
 
 
 def completers() -> dict[str, dict]:

@@ -72,13 +72,11 @@ def containers(client: Any) -> list[Running]:
 
 def natives() -> list[Running]:
 
-    from ktwizard.deploy.records import EXTRAS, load, state_dir
+    from ktwizard.deploy.records import STORE, load, names
 
     out = []
-    folder = state_dir()
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        if path.name.endswith(tuple(f".{k}.json" for k in EXTRAS)):  # a kept plan or peak report beside a record
-            continue
+    for name in names():  # the records only: what a launch keeps beside them lives in subfolders
+        path = STORE.path(name)
         try:
             rec = load(path.stem)
         except Exception:  # noqa: BLE001 - an unreadable record is listed by name only

@@ -8,7 +8,6 @@ from typing import Any
 
 from ktwizard.errors import BadInput
 from ktwizard.records_store import RecordStore
-from ktwizard.serial import write_atomic
 
 
 @dataclass(frozen=True)
@@ -43,8 +42,8 @@ def _check(name: str) -> str:
     return check_name(name)
 
 
-STORE: RecordStore[Deployment] = RecordStore(state_dir, Deployment, _check)
 EXTRAS = ("plan", "peak")  # what a launch keeps beside the record: the plan it ran, the peak check's report
+STORE: RecordStore[Deployment] = RecordStore(state_dir, Deployment, _check, EXTRAS)
 
 
 def save(d: Deployment) -> Path:
@@ -61,11 +60,11 @@ def no_deployment(name: str) -> BadInput:
 
 
 def names() -> list[str]:
-    return STORE.names(EXTRAS)
+    return STORE.names()
 
 
 def save_extra(name: str, kind: str, text: str) -> None:
-    write_atomic(STORE.path(name, kind), text)
+    STORE.save_text(name, kind, text)
 
 
 def load_extra(name: str, kind: str) -> Any:
@@ -74,4 +73,4 @@ def load_extra(name: str, kind: str) -> Any:
 
 
 def forget(name: str) -> None:
-    STORE.forget(name, EXTRAS)
+    STORE.forget(name)

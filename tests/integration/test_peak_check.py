@@ -57,7 +57,7 @@ def standin_memory(plan: dict, extra_layer_gib: float = 0.0) -> list[str]:
 
 def peak_report(state_home, name: str) -> dict:
     """The peak report launch keeps beside the record."""
-    path = state_home / "ktwizard" / "deployments" / f"{name}.peak.json"
+    path = state_home / "ktwizard" / "deployments" / "peak" / f"{name}.json"
     assert path.exists(), path
     return json.loads(path.read_text())
 

@@ -137,9 +137,9 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
         folder = state_home / "ktwizard" / "deployments"
         record = read_structured(folder / f"{name}.json")
         assert record["kind"] == "native" and record["pid"]
-        kept = Plan.load(read_structured(folder / f"{name}.plan.json"), "kept plan")
+        kept = Plan.load(read_structured(folder / "plan" / f"{name}.json"), "kept plan")
         assert kept.goals.record_routing  # placement record finds the recorder's folder
-        assert read_structured(folder / f"{name}.peak.json")  # the peak check's report (skipped: no GPU here)
+        assert read_structured(folder / "peak" / f"{name}.json")  # the peak check's report (skipped: no GPU here)
         chat = run_cli("chat", name, "--max-tokens", "3")
         assert chat.returncode == 0, chat.stderr
     finally:

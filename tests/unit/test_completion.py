@@ -34,12 +34,14 @@ def test_bash_completes_presets_hosts_and_what_was_launched(tmp_path):
     deployments, fleets = tmp_path / "ktwizard" / "deployments", tmp_path / "ktwizard" / "fleets"
     deployments.mkdir(parents=True)
     fleets.mkdir(parents=True)
-    for name in ("alpha.json", "alpha.plan.json", "alpha.peak.json", "beta.json"):
+    for name in ("alpha.json", "plan/alpha.json", "peak/alpha.json", "beta.json", "beta.plan.json"):
+        (deployments / name).parent.mkdir(exist_ok=True)
         (deployments / name).write_text("{}")
     (fleets / "f1.json").write_text("{}")
-    assert complete(script, tmp_path, "ktwizard", "stop", "") == ["alpha", "beta"]
-    assert complete(script, tmp_path, "ktwizard", "monitor", "b") == ["beta"]
-    assert complete(script, tmp_path, "ktwizard", "logs", "") == ["alpha", "beta"]
+    # a deployment may be named beta.plan: the kept plans live in a subfolder, apart from the names (issue 54)
+    assert complete(script, tmp_path, "ktwizard", "stop", "") == ["alpha", "beta", "beta.plan"]
+    assert complete(script, tmp_path, "ktwizard", "monitor", "b") == ["beta", "beta.plan"]
+    assert complete(script, tmp_path, "ktwizard", "logs", "") == ["alpha", "beta", "beta.plan"]
     assert complete(script, tmp_path, "ktwizard", "fleet", "status", "") == ["f1"]
     assert "qwen3-30b-a3b-fp8" in complete(script, tmp_path, "ktwizard", "plan", "--preset", "qwen3-3")
     assert complete(script, tmp_path, "ktwizard", "launch", "--host", "rtx") == ["rtx-pro-6000-epyc-9355"]
