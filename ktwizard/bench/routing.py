@@ -42,7 +42,7 @@ def builtin_requests(count: int) -> list[dict]:
 MAX_TOKENS = 64  # per recorded request
 
 
-def recorder_window(url: str, headers: dict[str, str]) -> int:
+def recorder_window(url: str, headers: dict[str, str], deadline_s: float = 10.0) -> int:
     """Ask the server (/server_info: its ServerArgs) whether its recorder is on and how many passes it keeps.
 
     A server started without --expert-distribution-recorder-mode has the no-op recorder, whose start raises in the
@@ -56,7 +56,7 @@ def recorder_window(url: str, headers: dict[str, str]) -> int:
     info = None
     for path in ("/server_info", "/get_server_info"):  # http_server.py: the new name and the old
         try:
-            info = get_json(url + path, headers)
+            info = get_json(url + path, headers, deadline_s=deadline_s)
         except (httpx.HTTPError, ValueError):
             continue
         if isinstance(info, dict) and "expert_distribution_recorder_mode" in info:
@@ -93,7 +93,7 @@ def record(
     from ktwizard.models.routing import counts_from_bytes, cpu_storage, read_dump
     from ktwizard.serial import write_atomic
 
-    window = recorder_window(url, headers)
+    window = recorder_window(url, headers, min(10.0, timeout))  # --timeout: every request, headers too
     asked = [t for t in (b.get("max_tokens") for b in bodies) if isinstance(t, int)]
     longest = max([MAX_TOKENS, *asked])
     passes = rules.recorder_passes(len(bodies), longest)
@@ -106,8 +106,8 @@ def record(
         )
     started = time.time()
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout, connect=10), headers=headers) as http:
-            served = served_model(url, headers)
+        with httpcap.client(timeout=httpx.Timeout(timeout, connect=10), headers=headers) as http:
+            served = served_model(url, headers, deadline_s=min(10.0, timeout))
 
             # every answer read with a cap and a deadline (httpcap): a hostile or dripping server cannot hold us
             def call(path: str) -> None:

@@ -83,7 +83,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from ktwizard.bench.client import model_card
 
     headers = auth_headers(args.api_key_file or target.key_file)
-    served, context_length = model_card(url, headers)  # after the arguments are known to be good
+    served, context_length = model_card(
+        url, headers, min(10.0, args.max_seconds)
+    )  # after the arguments are known to be good
     model = args.model or served
     sweep = replace(sweep, context_length=context_length)
     import httpx

@@ -60,6 +60,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
     """Restart a ktwizard container in place and wait until it answers /health again."""
     import httpx
 
+    from ktwizard import httpcap
     from ktwizard.app.target import container_of
     from ktwizard.deploy import records
     from ktwizard.render.names import check_name
@@ -85,11 +86,11 @@ def cmd_restart(args: argparse.Namespace) -> int:
                 f"{args.name} exited with code {state.get('ExitCode')} while restarting: ktwizard logs {args.name}"
             )
         try:
-            if httpx.get(f"{url}/health", timeout=3).status_code == 200:
+            if httpcap.get(f"{url}/health", 3.0, cap=httpcap.ERROR_CAP)[0] == 200:  # 3 s in all, headers too
                 progress.end()
                 print(f"{args.name} ready again in {time.monotonic() - started:.1f}s at {url}", file=sys.stderr)
                 return 0
-        except httpx.HTTPError:
+        except (httpx.HTTPError, httpx.InvalidURL, httpcap.CapExceeded):
             pass
         progress.show(time.monotonic() - started)
         time.sleep(1)

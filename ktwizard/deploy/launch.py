@@ -55,9 +55,11 @@ def answers_health(url: str, timeout: float = 5.0) -> bool:
     """The server answers /health with 200 (sglang answers it without an API key)."""
     import httpx
 
-    try:
-        return httpx.get(f"{url}/health", timeout=timeout).status_code == 200
-    except (httpx.HTTPError, httpx.InvalidURL):  # a record's URL with port `abc`: not an HTTPError
+    from ktwizard import httpcap
+
+    try:  # `timeout` is a deadline: a server dripping its headers is not healthy
+        return httpcap.get(f"{url}/health", timeout, cap=httpcap.ERROR_CAP)[0] == 200
+    except (httpx.HTTPError, httpx.InvalidURL, httpcap.CapExceeded):  # a record's port `abc`: not an HTTPError
         return False
 
 

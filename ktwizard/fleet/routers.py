@@ -149,19 +149,21 @@ def wait_ready(router: RouterProcess, url: str, workers: int, timeout: float = R
     """Until the router is ready with every worker healthy; a reason when it exits or never gets there."""
     import httpx
 
+    from ktwizard import httpcap
+
     deadline = time.monotonic() + timeout
     seen = "no answer"
     while time.monotonic() < deadline:
         if not router.running():
             raise KtwizardError(f"sglang-router exited while starting: {router.log_tail() or 'no log'}")
-        try:
-            r = httpx.get(f"{url}/workers", timeout=3.0)
-            listed = r.json().get("workers", []) if r.status_code == 200 else []
+        try:  # each answer within 3 s in all, headers included, and nesting without end is not an answer
+            status, body = httpcap.get(f"{url}/workers", 3.0)
+            listed = httpcap.parse_json(body, "/workers").get("workers", []) if status == 200 else []
             healthy = sum(1 for w in listed if isinstance(w, dict) and w.get("is_healthy"))
             seen = f"{healthy} of {workers} workers healthy"
-            if healthy >= workers and httpx.get(f"{url}/readiness", timeout=3.0).status_code == 200:
+            if healthy >= workers and httpcap.get(f"{url}/readiness", 3.0)[0] == 200:
                 return
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except (httpx.HTTPError, httpcap.CapExceeded, ValueError, AttributeError, TypeError):
             pass
         time.sleep(0.3)
     raise KtwizardError(f"sglang-router was not ready after {timeout:.0f}s ({seen}): {router.log_tail() or 'no log'}")

@@ -95,6 +95,8 @@ def fleet_status(rec: FleetRecord, router: RouterSample | None = None, client: A
 
 def status_text(st: FleetStatus) -> str:
     router = "ready" if st.router_ready else ("up, not ready" if st.router_up else f"DOWN ({st.error})")
+    if st.router_up and st.error:  # it answers, but not with a routing table
+        router += f" ({st.error})"
     lines = [
         f"fleet {st.name}: router {router} at {st.router_url}"
         + (f", {st.requests:.0f} requests routed" if st.requests is not None else "")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
+from ktwizard.httpcap import parse_json
 from ktwizard.monitor.metrics import wanted_lines
 
 MAX_BODY = 4 * 2**20
@@ -71,14 +71,15 @@ class RouterSampler:
         except (*FetchError, TooLarge) as exc:
             return RouterSample(up=False, error=f"router {self.url} unreachable ({exc.__class__.__name__})")
         try:
-            listed = json.loads(body)["workers"] if status == 200 else []
+            listed = parse_json(body, "/workers")["workers"] if status == 200 else []
             views = {
                 str(w["url"]): WorkerView(str(w["url"]), bool(w.get("is_healthy")), _int(w.get("load")))
                 for w in listed
                 if isinstance(w, dict) and "url" in w
             }
-        except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: JSON nested without end
-            return RouterSample(up=False, error=f"router {self.url}/workers is not the router's JSON")
+        except (ValueError, KeyError, TypeError):
+            # it answered: up, with no routing table to show (not "down", which sends people to restart it)
+            return RouterSample(up=True, ready=ready, error=f"router {self.url}/workers is not the router's JSON")
         total = None
         try:
             code, text = self.metrics.get("/metrics", MAX_BODY)
