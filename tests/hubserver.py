@@ -88,7 +88,8 @@ def make_handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
 
         def _fail(self, status: int, code: str, message: str) -> None:
-            self._send(status, json.dumps({"error": message}).encode(), {"X-Error-Code": code, "X-Error-Message": message})
+            body = json.dumps({"error": message}).encode()
+            self._send(status, body, {"X-Error-Code": code, "X-Error-Message": message})
 
         def _repo(self, name: str, rev: str) -> Repo | None:
             if name in state.gated:

@@ -73,9 +73,7 @@ def download(
     # Pending before the first byte, the old completion marker gone: a half-done folder never reads as complete
     dl.write_json_atomic(where / dl.PENDING, m.to_json())
     (where / dl.COMPLETE).unlink(missing_ok=True)
-    say(
-        f"{ref.repo}@{m.commit[:12]}: {len(m.files)} files, {human(need)} to fetch of {human(m.total)}, into {where}"
-    )
+    say(f"{ref.repo}@{m.commit[:12]}: {len(m.files)} files, {human(need)} to fetch of {human(m.total)}, into {where}")
     dl.fetch(where, m, progress)
     bad = dl.verify(where, m)
     if bad:  # removed by verify: fetch those again once, then give up in one line

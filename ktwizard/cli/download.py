@@ -30,6 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (its first Hugging Face repository)")
     src.add_argument("--model", metavar="hf:ORG/NAME[@REV]", help="a Hugging Face repository, at a revision")
-    p.add_argument("--dir", metavar="DIR", help="where the checkpoint goes (default: ktwizard's data folder/models/NAME)")
+    p.add_argument(
+        "--dir", metavar="DIR", help="where the checkpoint goes (default: ktwizard's data folder, models/NAME)"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_download)

@@ -11,6 +11,7 @@ marker, or hf's .incomplete parts, and no completion marker is never planned or 
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -74,7 +75,7 @@ def select(tree: dict[str, RemoteFile], shards: list[str] | None) -> list[str]:
     return sorted(set(side) | set(weights))
 
 
-def _hub_error(ref: HubRef, exc: Exception) -> KtwizardError:
+def _hub_error(ref: HubRef, exc: BaseException) -> KtwizardError:
     """huggingface_hub's exception as one line: gated, missing, unknown revision, unreachable."""
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -112,15 +113,13 @@ def _endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
+def _transport_errors() -> tuple[type[Exception], ...]:
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-    out: list[type[BaseException]] = [HfHubHTTPError, OfflineModeIsEnabled, TimeoutError, ConnectionError]
+    out: list[type[Exception]] = [HfHubHTTPError, OfflineModeIsEnabled, TimeoutError, ConnectionError]
     for mod in ("httpx2", "httpx"):
-        try:
+        with contextlib.suppress(ImportError, AttributeError):
             out.append(__import__(mod).HTTPError)
-        except (ImportError, AttributeError):
-            pass
     return tuple(out)
 
 
@@ -160,7 +159,7 @@ def manifest(ref: HubRef) -> Manifest:
     if absent:
         raise BadInput(f"{ref.text}: the index names {len(absent)} shard(s) the repository lacks, first {absent[0]}")
     if not any(n.endswith(".safetensors") for n in names):
-        raise BadInput(f"{ref.text}: no .safetensors weights at {commit[:12]} (GGUF and .bin repositories are not served)")
+        raise BadInput(f"{ref.text}: no .safetensors weights at {commit[:12]} (GGUF and .bin are not served)")
     return Manifest(ref.repo, commit, tuple(tree[n] for n in names))
 
 
@@ -303,7 +302,7 @@ def fetch(folder: Path, m: Manifest, progress: bool = True) -> None:
         import errno
 
         if exc.errno == errno.ENOSPC:
-            raise KtwizardError(f"{folder}: the disk filled up during the download; free space, then run again") from None
+            raise KtwizardError(f"{folder}: the disk filled up during the download; free space, run again") from None
         if isinstance(exc, _transport_errors()):
             raise _hub_error(ref, exc) from None
         raise
