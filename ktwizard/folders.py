@@ -44,3 +44,8 @@ def placement() -> Path:
 def config() -> Path:
     """What a person sets: config.yaml and saved profiles."""
     return _xdg("XDG_CONFIG_HOME", ".config")
+
+
+def models() -> Path:
+    """Where `ktwizard download` puts a checkpoint when no --dir is given: one folder per repository."""
+    return data() / "models"

@@ -16,6 +16,7 @@ GROUPS = (
     "presets",
     "plan",
     "deploy",
+    "download",
     "ps",
     "chat",
     "fleet",

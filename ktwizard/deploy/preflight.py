@@ -19,6 +19,11 @@ def check_weights(plan: Plan) -> None:
         )
     if not path.is_dir():
         raise BadInput(f"--weights {path}: no such folder")
+    from ktwizard.models.download import incomplete_reason
+
+    unfinished = incomplete_reason(path)
+    if unfinished is not None:
+        raise BadInput(f"--weights {path}: {unfinished}")
     if not (path / "config.json").exists():
         raise BadInput(
             f"--weights {path}: no config.json there; is this the checkpoint folder (for Hugging Face caches, the "

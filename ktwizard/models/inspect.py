@@ -135,6 +135,11 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
     folder = Path(folder)
     if not folder.is_dir():
         raise BadInput(f"--model {folder}: no such folder")
+    from ktwizard.models.download import incomplete_reason
+
+    unfinished = incomplete_reason(folder)
+    if unfinished is not None:  # a half-downloaded checkpoint is never planned as if it were whole
+        raise BadInput(f"--model {folder}: {unfinished}")
     cfg_path = folder / "config.json"
     if not cfg_path.exists():
         raise BadInput(f"{cfg_path}: missing; a Hugging Face checkpoint folder needs its config.json")

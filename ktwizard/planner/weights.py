@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 
 from ktwizard.host.profile import Disk
+from ktwizard.models.download import DISK_MARGIN
 from ktwizard.models.hub import RATE_BASIS
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
@@ -25,7 +26,7 @@ def download(spec: ModelSpec, folder: str, disk: Disk | None) -> Notice | None:
     command = shlex.join(["hf", "download", spec.repos[0], *pin, "--local-dir", folder])
     others = f"; the same architecture: {', '.join(spec.repos[1:])}" if len(spec.repos) > 1 else ""
     free = disk.free if disk is not None and disk.free is not None else None
-    if free is not None and free < size * 1.02:
+    if free is not None and free < size * DISK_MARGIN:
         return Notice(
             "warn",
             f"Weights: {command} needs about {human(size)}; {human(free)} is free at {disk.path if disk else folder}",

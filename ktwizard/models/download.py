@@ -1,0 +1,310 @@
+"""Download exactly the files a plan reads, at the commit it pinned, and call the folder complete only once every
+file's size (and, where the Hub lists one, its LFS sha256) is checked.
+
+huggingface_hub does the transfer (snapshot_download into a local folder: its .incomplete files and HTTP Range make
+an interrupted download resume, its tqdm bar shows bytes and time left, its token lookup reads HF_TOKEN and the CLI
+login). What it does not do, this module does: the file list (the index's shards and the small files beside them,
+not every format a repository carries), the free-disk check before the first byte, the verification (a local-dir
+download trusts any file whose metadata names the commit), and the completion marker. A folder with our pending
+marker, or hf's .incomplete parts, and no completion marker is never planned or launched (`incomplete_reason`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ktwizard.errors import BadInput, KtwizardError
+from ktwizard.models.hub import HubRef, HubUnreachable
+
+COMPLETE = ".ktwizard-complete.json"  # written last, atomically, after every file is verified
+PENDING = ".ktwizard-download.json"  # written before the first byte; removed when COMPLETE is written
+HF_META = Path(".cache") / "huggingface"  # huggingface_hub's local-dir metadata (and .incomplete parts)
+DISK_MARGIN = 1.02  # filesystem blocks and hf's metadata files beside the bytes (planner/weights.py uses the same)
+# The small files beside the shards that sglang and the tokenizer read: configs, tokenizer, chat template, remote code
+SIDE_FILES = ("*.json", "*.py", "*.jinja", "*.model", "*.tiktoken", "*.txt", "tokenizer*")
+SKIP = ("README*", ".gitattributes", "*.md")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+INDEX = "model.safetensors.index.json"
+MAX_INDEX = 64 << 20
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str
+    size: int
+    sha256: str | None  # the LFS object id: the file's sha256, given by the Hub for LFS files only
+
+
+@dataclass(frozen=True)
+class Manifest:
+    repo: str
+    commit: str
+    files: tuple[RemoteFile, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def patterns(self) -> list[str]:
+        return [f.path for f in self.files]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "commit": self.commit,
+            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in self.files],
+        }
+
+
+def select(tree: dict[str, RemoteFile], shards: list[str] | None) -> list[str]:
+    """The files the plan reads: the shards the index names (else every top-level .safetensors) and the top-level
+    side files; other formats (.bin, .gguf, original/ folders) and the README are left on the Hub."""
+    top = [p for p in tree if "/" not in p and not any(fnmatch.fnmatch(p, s) for s in SKIP)]
+    side = [p for p in top if any(fnmatch.fnmatch(p, s) for s in SIDE_FILES)]
+    weights = list(shards) if shards is not None else [p for p in top if p.endswith(".safetensors")]
+    return sorted(set(side) | set(weights))
+
+
+def _hub_error(ref: HubRef, exc: BaseException) -> KtwizardError:
+    """huggingface_hub's exception as one line: gated, missing, unknown revision, unreachable."""
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        OfflineModeIsEnabled,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(exc, GatedRepoError):
+        return BadInput(
+            f"{ref.text}: the repository is gated: accept its terms on huggingface.co/{ref.repo}, then set HF_TOKEN "
+            "(or run `hf auth login`) with a token of the account that accepted them"
+        )
+    if isinstance(exc, RepositoryNotFoundError):
+        return BadInput(f"{ref.text}: no such repository (or it is private: set HF_TOKEN or run `hf auth login`)")
+    if isinstance(exc, RevisionNotFoundError):
+        return BadInput(f"{ref.text}: revision {ref.revision!r} is not in the repository")
+    if isinstance(exc, RemoteEntryNotFoundError):
+        return KtwizardError(f"{ref.text}: a file the listing named is gone from the Hub; run again")
+    if isinstance(exc, OfflineModeIsEnabled):
+        return HubUnreachable(f"{ref.text}: HF_HUB_OFFLINE is set, so nothing can be downloaded; unset it")
+    if isinstance(exc, HfHubHTTPError):
+        status = exc.response.status_code if exc.response is not None else "?"
+        return HubUnreachable(f"{ref.text}: the Hub answered HTTP {status}; run again to resume")
+    return HubUnreachable(
+        f"{ref.text}: cannot reach the Hub ({_endpoint()}): {type(exc).__name__}; run again to resume"
+    )
+
+
+def _endpoint() -> str:
+    from huggingface_hub import constants
+
+    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    out: list[type[Exception]] = [HfHubHTTPError, OfflineModeIsEnabled, TimeoutError, ConnectionError]
+    for mod in ("httpx2", "httpx"):
+        with contextlib.suppress(ImportError, AttributeError):
+            out.append(__import__(mod).HTTPError)
+    return tuple(out)
+
+
+def manifest(ref: HubRef) -> Manifest:
+    """The commit the revision names and the files to fetch with their sizes and hashes: the Hub's listing and the
+    safetensors index only, nothing written to disk (the disk check comes before the first byte)."""
+    from huggingface_hub import HfApi, constants, hf_hub_url
+    from huggingface_hub.hf_api import RepoFile
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    if constants.HF_HUB_OFFLINE:
+        raise HubUnreachable(f"{ref.text}: HF_HUB_OFFLINE is set, so nothing can be downloaded; unset it")
+    api = HfApi(endpoint=_endpoint(), library_name="ktwizard")
+    try:
+        commit = api.repo_info(ref.repo, revision=ref.revision).sha or ref.revision
+        tree = {
+            f.path: RemoteFile(f.path, int(f.size), f.lfs.sha256 if f.lfs and _SHA256.fullmatch(f.lfs.sha256) else None)
+            for f in api.list_repo_tree(ref.repo, revision=commit, recursive=True)
+            if isinstance(f, RepoFile)
+        }
+        shards = None
+        if INDEX in tree:
+            if tree[INDEX].size > MAX_INDEX:
+                raise BadInput(f"{ref.text}: {INDEX} is larger than {MAX_INDEX >> 20} MiB")
+            url = hf_hub_url(ref.repo, INDEX, revision=commit, endpoint=_endpoint())
+            resp = get_session().get(url, headers=build_hf_headers(library_name="ktwizard"), follow_redirects=True)
+            hf_raise_for_status(resp)
+            from ktwizard.models.inspect import shard_names
+
+            shards = shard_names(_json(resp.content, ref), f"{ref.text} {INDEX}")
+    except KtwizardError:
+        raise
+    except _transport_errors() as exc:
+        raise _hub_error(ref, exc) from None
+    names = select(tree, shards)
+    absent = [n for n in names if n not in tree]
+    if absent:
+        raise BadInput(f"{ref.text}: the index names {len(absent)} shard(s) the repository lacks, first {absent[0]}")
+    if not any(n.endswith(".safetensors") for n in names):
+        raise BadInput(f"{ref.text}: no .safetensors weights at {commit[:12]} (GGUF and .bin are not served)")
+    return Manifest(ref.repo, commit, tuple(tree[n] for n in names))
+
+
+def _json(raw: bytes, ref: HubRef) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise BadInput(f"{ref.text}: {INDEX} is not JSON") from None
+
+
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((folder / COMPLETE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("files"), list) else None
+
+
+def is_complete(folder: Path, m: Manifest) -> bool:
+    """The marker names this commit and every file is on disk at its size (a cheap check; hashes were checked once)."""
+    data = read_marker(folder)
+    if data is None or data.get("repo") != m.repo or data.get("commit") != m.commit:
+        return False
+    done = {f.get("path"): f.get("size") for f in data["files"] if isinstance(f, dict)}
+    return all(done.get(f.path) == f.size and _size(folder / f.path) == f.size for f in m.files)
+
+
+def incomplete_reason(folder: Path) -> str | None:
+    """Why a checkpoint folder must not be planned or launched as if it were complete, or None.
+
+    A folder ktwizard (or `hf download`) has begun and not finished: our pending marker without the completion
+    marker, or huggingface_hub's .incomplete parts; and a completed folder whose files changed size since."""
+    data = read_marker(folder)
+    if data is not None:
+        for f in data["files"]:
+            if isinstance(f, dict) and isinstance(f.get("path"), str) and _size(folder / f["path"]) != f.get("size"):
+                return f"{f['path']} is not the size the download verified; run ktwizard download again to repair it"
+        return None
+    if (folder / PENDING).exists():
+        return "its download did not finish; run the same ktwizard download command to resume it"
+    parts = folder / HF_META / "download"
+    if parts.is_dir() and next(parts.rglob("*.incomplete"), None) is not None:
+        return "a download into it did not finish (huggingface_hub's .incomplete parts are there); resume it"
+    return None
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size if path.is_file() else None
+    except OSError:
+        return None
+
+
+def missing_bytes(folder: Path, m: Manifest) -> int:
+    """Bytes still to land: files absent or of the wrong size, less what their .incomplete parts already hold."""
+    parts = folder / HF_META / "download"
+    left = 0
+    for f in m.files:
+        if _size(folder / f.path) == f.size:
+            continue
+        done = sum(p.stat().st_size for p in parts.glob(f"{f.path}.*.incomplete")) if parts.is_dir() else 0
+        left += max(0, f.size - done)
+    return left
+
+
+def check_disk(folder: Path, need: int, plan_bytes: int, free: Callable[[Path], int | None]) -> None:
+    """Refuse before the first byte when the bytes still to land (and the margin) do not fit at `folder`."""
+    have = free(folder)
+    want = int(need * DISK_MARGIN)
+    if have is not None and have < want:
+        from ktwizard.units import human
+
+        raise KtwizardError(
+            f"{folder}: {human(have)} free, the download needs {human(want)} more (the plan's checkpoint is "
+            f"{human(plan_bytes)}); free the space or pass --dir on a larger disk"
+        )
+
+
+def free_bytes(folder: Path) -> int | None:
+    import shutil
+
+    probe = folder
+    while not probe.exists() and probe != probe.parent:  # not created yet: the disk it will be created on
+        probe = probe.parent
+    try:
+        return shutil.disk_usage(probe).free
+    except OSError:
+        return None
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify(folder: Path, m: Manifest) -> list[str]:
+    """Each file's size and, for LFS files, its sha256; a file that fails is removed with hf's metadata for it, so
+    the next fetch downloads it again instead of trusting it. Returns what failed, one phrase each."""
+    bad = []
+    for f in m.files:
+        path = folder / f.path
+        size = _size(path)
+        if size != f.size:
+            bad.append(f"{f.path}: {size if size is not None else 'no file'} bytes, the Hub lists {f.size}")
+        elif f.sha256 and sha256_of(path) != f.sha256:
+            bad.append(f"{f.path}: its sha256 is not the Hub's")
+        else:
+            continue
+        path.unlink(missing_ok=True)
+        (folder / HF_META / "download" / f"{f.path}.metadata").unlink(missing_ok=True)
+    return bad
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    from ktwizard.serial import write_atomic
+
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+def fetch(folder: Path, m: Manifest, progress: bool = True) -> None:
+    """huggingface_hub's snapshot download of the manifest's files at its commit into `folder` (resumable)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import disable_progress_bars, enable_progress_bars
+
+    (enable_progress_bars if progress else disable_progress_bars)()
+    ref = HubRef(m.repo, m.commit)
+    try:
+        snapshot_download(
+            m.repo,
+            revision=m.commit,
+            local_dir=str(folder),
+            allow_patterns=m.patterns,
+            endpoint=_endpoint(),
+            library_name="ktwizard",
+        )
+    except OSError as exc:
+        import errno
+
+        if exc.errno == errno.ENOSPC:
+            raise KtwizardError(f"{folder}: the disk filled up during the download; free space, run again") from None
+        if isinstance(exc, _transport_errors()):
+            raise _hub_error(ref, exc) from None
+        raise
+    except _transport_errors() as exc:
+        raise _hub_error(ref, exc) from None
