@@ -192,7 +192,8 @@ def forecast_headline(f: Forecast) -> str:
         f"{_k(p.prompt_tokens)}-token prompt prefills at {p.tok_s:.0f} tok/s ({_span(p.range, 0)}; first token after "
         f"{p.ttft_s:.1f} s, {p.path}). One stream at a short context: {f.single.tok_s_per_stream:.1f} tok/s."
         + (f" {f.calibration}." if f.calibration else "")
-        + " Ranges: where published runs on machines the forecast was never fitted to landed."
+        + " Ranges: where published runs on machines the forecast was never fitted to landed"
+        + ("; the GPU is unknown, so they span its memory class's slowest to fastest card." if not f.gpu_known else ".")
     )
 
 
