@@ -209,4 +209,12 @@ def forecast_grid(f: Forecast) -> str:
         text += f"; at {f.concurrency} streams, total: " + ", ".join(
             f"{_k(d.context_tokens)} {d.tok_s_total:.1f}" for d in many
         )
-    return text + "; prefill tok/s: " + ", ".join(f"{_k(p.prompt_tokens)} {p.tok_s:.0f}" for p in f.prefill)
+    text += "; prefill tok/s: " + ", ".join(f"{_k(p.prompt_tokens)} {p.tok_s:.0f}" for p in f.prefill)
+    if f.across_threshold:
+        below, at = f.across_threshold
+        text += (
+            f"; across the layerwise threshold: a {below.prompt_tokens}-token prompt's first token after "
+            f"{below.ttft_s:.2f} s ({below.path}), a {at.prompt_tokens}-token one's after {at.ttft_s:.2f} s "
+            f"({at.path}, x{at.ttft_s / max(below.ttft_s, 1e-9):.1f}; --kt-gpu-prefill-token-threshold moves it)"
+        )
+    return text

@@ -149,6 +149,9 @@ class Forecast:
     step: dict[str, float] = field(default_factory=dict)  # the decode step's terms at the goals, seconds
     gpu_known: bool = True  # False: the GPU is in no data sheet ktwizard holds; the ranges span its memory class
     gpu_note: str = ""  # what was assumed of an unknown GPU, said on the plan
+    # Prompts one token under and at the rendered --kt-gpu-prefill-token-threshold: the hybrid and the layerwise
+    # path's first token, so the plan shows what the threshold does; empty without a layerwise path in reach
+    across_threshold: tuple[PrefillPoint, ...] = ()
 
     def decode_at(self, context: int, concurrency: int) -> DecodePoint:
         return min(self.decode, key=lambda p: (abs(p.context_tokens - context), abs(p.concurrency - concurrency)))
@@ -205,6 +208,8 @@ def forecast(
     decode = tuple(decode_point(s, ctx, c, factor, t) for ctx in contexts for c in streams)
     prompts = sorted({p for p in PREFILL_PROMPTS if p <= max(context, PREFILL_PROMPTS[0])} | {max(1, context)})
     prefill = [prefill_point(s, p, t) for p in prompts]
+    th = s.threshold
+    across = (prefill_point(s, th - 1, t), prefill_point(s, th, t)) if th is not None and 1 < th <= s.chunk else ()
     st = decode_step(s, context, concurrency, t)
     return Forecast(
         context_tokens=context,
@@ -217,4 +222,5 @@ def forecast(
         step={"cpu_s": st.cpu_s, "gpu_s": st.gpu_s, "fixed_s": st.fixed_s},
         gpu_known=s.gpu.known,
         gpu_note="" if s.gpu.known else s.gpu.why,
+        across_threshold=across,
     )
