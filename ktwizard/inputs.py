@@ -262,6 +262,9 @@ def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
         chunked_prefill=parse_count(text("chunked_prefill"), "prefill chunk", 512, 1 << 20)
         if text("chunked_prefill")
         else None,
+        prefill_threshold=parse_count(text("prefill_threshold"), "layerwise threshold", 1, 1 << 20)
+        if text("prefill_threshold")
+        else None,
     )
 
 
@@ -296,6 +299,7 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         expert_stats=given("expert_stats", base.expert_stats),
         record_routing=given("record_routing", base.record_routing),
         chunked_prefill=given("chunked_prefill_size", base.chunked_prefill),
+        prefill_threshold=given("kt_gpu_prefill_token_threshold", base.prefill_threshold),
     )
 
 

@@ -147,6 +147,14 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         "activation memory on every GPU, which the plan budgets",
     )
     pr.add_argument(
+        "--kt-gpu-prefill-token-threshold",
+        type=count("--kt-gpu-prefill-token-threshold", 1, 1 << 20),
+        metavar="N",
+        help="prefill chunks of N tokens or more upload each layer's CPU experts and run them on the GPU (layerwise); "
+        "shorter ones run them on the CPU (default: the KT docs' value for the method). The plan shows the time to "
+        "first token on both sides of it",
+    )
+    pr.add_argument(
         "--weights", metavar="DIR", type=mount_path("--weights"), help="the checkpoint folder the server will load"
     )
     pr.add_argument(

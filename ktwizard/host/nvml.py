@@ -2,7 +2,8 @@
 
 Both sources produce the same snapshot shape: {driver, cuda_driver, nvml, devices: [{index, name, uuid, pci,
 mem_v1: {total, used, free}, mem_v2: {total, used, free, reserved} | None, cc, pcie_gen, pcie_width,
-power_limit_mw, numa_node | numa_node_error, procs: [{pid, used, name}], util_gpu (optional, percent)}]}.
+pcie_max_gen, pcie_max_width, pci_device_id, mem_bus_width, mem_clock_max_mhz (optional), power_limit_mw,
+numa_node | numa_node_error, procs: [{pid, used, name}], util_gpu (optional, percent)}]}.
 Failures are values too: {"error": "..."} instead of raising.
 """
 
@@ -45,6 +46,12 @@ def _try(fn, *args, default=None):
         return fn(*args)
     except pynvml.NVMLError:
         return default
+
+
+def _optional(pynvml, name: str, *args):
+    """A call older pynvml releases lack: None where it is missing or the driver does not answer."""
+    fn = getattr(pynvml, name, None)
+    return None if fn is None else _try(fn, *args)
 
 
 class LiveNvml:
@@ -95,6 +102,13 @@ class LiveNvml:
             "cc": list(cc) if cc else None,
             "pcie_gen": _try(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
             "pcie_width": _try(pynvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+            "pcie_max_gen": _optional(pynvml, "nvmlDeviceGetMaxPcieLinkGeneration", h),
+            "pcie_max_width": _optional(pynvml, "nvmlDeviceGetMaxPcieLinkWidth", h),
+            "pci_device_id": getattr(pci, "pciDeviceId", None),
+            "mem_bus_width": _optional(pynvml, "nvmlDeviceGetMemoryBusWidth", h),
+            "mem_clock_max_mhz": _optional(
+                pynvml, "nvmlDeviceGetMaxClockInfo", h, getattr(pynvml, "NVML_CLOCK_MEM", 2)
+            ),
             "power_limit_mw": _try(pynvml.nvmlDeviceGetPowerManagementLimit, h),
             "numa_node": numa,
             "numa_node_error": numa_error,

@@ -31,6 +31,13 @@ class GPU:
     compute_capability: str = ""
     pcie_gen: int | None = None
     pcie_width: int | None = None
+    # What NVML can tell of an unknown card's speed: the link it and the host support (the current link drops at
+    # idle), its PCI device id (device << 16 | vendor), memory bus width (bits) and top memory clock (MHz).
+    pcie_max_gen: int | None = None
+    pcie_max_width: int | None = None
+    pci_device_id: int | None = None
+    memory_bus_width: int | None = None
+    memory_clock_mhz: int | None = None
     power_limit_w: float | None = None
     numa_node: int | None = None
     numa_reason: str | None = None

@@ -59,6 +59,10 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
         name = str(g.get("name", "GPU"))
         total, estimated = card_total(name, _number(g, "memory_gib", f"{where}: gpus[{i}]", 1, maximum=4096))
         used = int((_number(g, "used_gib", f"{where}: gpus[{i}]", 0, required=False) or 0) * GiB)
+        # a card ktwizard's data sheets lack: its memory bus (bits) and top memory clock (MHz, as nvidia-smi -q
+        # prints "Max Clocks: Memory") give its bandwidth (planner/forecast/speeds.nvml_bandwidth)
+        bus = _number(g, "memory_bus_width", f"{where}: gpus[{i}]", 16, required=False, maximum=16384)
+        clock = _number(g, "memory_clock_mhz", f"{where}: gpus[{i}]", 100, required=False, maximum=100000)
         for _ in range(int(_number(g, "count", f"{where}: gpus[{i}]", 1, required=False, maximum=64) or 1)):
             gpus.append(
                 GPU(
@@ -69,6 +73,8 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
                     memory_free=total - used,
                     memory_used=used,
                     compute_capability=str(g.get("compute_capability", "")),
+                    memory_bus_width=int(bus) if bus else None,
+                    memory_clock_mhz=int(clock) if clock else None,
                     processes=(GpuProcess(pid=0, used_memory=used, name="declared in the host spec"),) if used else (),
                 )
             )

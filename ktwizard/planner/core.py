@@ -281,6 +281,12 @@ def plan(
         cal = factor_for(key_of(result), calibrations)  # only a bench of exactly this key corrects the forecast
         fc = forecast(setup, sizing.context, goals.concurrency, cal.decode if cal else 1.0, cal.line if cal else "")
         result = replace(result, forecast=fc)
+        if not fc.gpu_known:  # never a silent assumption: the plan says what it took for a card it does not know
+            fix = (
+                "probe the host itself (NVML's memory bus width and clock give the bandwidth), or state "
+                "memory_bus_width and memory_clock_mhz for the card in the host spec"
+            )
+            result = replace(result, notices=(*result.notices, Notice("warn", fc.gpu_note, fix)))
     if spec.architecture == "DeepseekV2ForCausalLM":
         from ktwizard.planner.memory.layers import place_layers
 

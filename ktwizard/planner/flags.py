@@ -9,7 +9,7 @@ from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner.memory import linear_state
-from ktwizard.planner.memory.sizing import Sizing, layerwise_threshold
+from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.methods import MethodChoice
 from ktwizard.planner.model_flags import attention_flags, moe_runner_flags
 from ktwizard.planner.threads import ThreadPlan
@@ -130,13 +130,21 @@ def build_flags(
         Flag("--kt-method", choice.method, choice.why),
     ]
     if sizing.layerwise:
-        th = layerwise_threshold(choice.method, spec)
+        th = sizing.threshold
+        chosen = "requested" if goals.prefill_threshold else "KT docs / recipe value for the method"
         f.append(
             Flag(
                 "--kt-gpu-prefill-token-threshold",
                 th,
-                f"prefills above {th} tokens run a whole layer on the GPU (KT docs / recipe value); "
-                "the full-layer buffer is budgeted in the region SGLang leaves free",
+                f"prefill chunks of {th} tokens or more upload each layer's CPU experts and run the whole layer on "
+                f"the GPU (kt_ep_wrapper.py:5754; {chosen}); shorter ones run their CPU experts on the CPU. Memory: "
+                "the full-layer buffer the first such chunk builds is budgeted in the region SGLang leaves free, and "
+                f"the short-prompt phase at {th} tokens; speed: the forecast shows the first token on both sides"
+                + (
+                    f" (a {th}-token threshold above the {sizing.chunk}-token chunk never takes the layerwise path)"
+                    if th > sizing.chunk
+                    else ""
+                ),
             )
         )
         if choice.method != "MXFP4" and goals.placement != "frequency":

@@ -41,6 +41,9 @@ class Goals:
     expert_stats: str | None = None  # the routing dump frequency placement reads (--init-expert-location)
     record_routing: str | None = None  # a host folder the expert-distribution recorder writes its dumps to
     chunked_prefill: int | None = None  # --chunked-prefill-size; None: SGLang's default for the GPU size
+    # --kt-gpu-prefill-token-threshold: chunks of at least this many tokens take the layerwise path; None: the
+    # KT docs' value for the method (memory/sizing.layerwise_threshold)
+    prefill_threshold: int | None = None
 
 
 @dataclass(frozen=True)

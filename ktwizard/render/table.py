@@ -192,7 +192,8 @@ def forecast_headline(f: Forecast) -> str:
         f"{_k(p.prompt_tokens)}-token prompt prefills at {p.tok_s:.0f} tok/s ({_span(p.range, 0)}; first token after "
         f"{p.ttft_s:.1f} s, {p.path}). One stream at a short context: {f.single.tok_s_per_stream:.1f} tok/s."
         + (f" {f.calibration}." if f.calibration else "")
-        + " Ranges: where published runs on machines the forecast was never fitted to landed."
+        + " Ranges: where published runs on machines the forecast was never fitted to landed"
+        + ("; the GPU is unknown, so they span its memory class's slowest to fastest card." if not f.gpu_known else ".")
     )
 
 
@@ -208,4 +209,12 @@ def forecast_grid(f: Forecast) -> str:
         text += f"; at {f.concurrency} streams, total: " + ", ".join(
             f"{_k(d.context_tokens)} {d.tok_s_total:.1f}" for d in many
         )
-    return text + "; prefill tok/s: " + ", ".join(f"{_k(p.prompt_tokens)} {p.tok_s:.0f}" for p in f.prefill)
+    text += "; prefill tok/s: " + ", ".join(f"{_k(p.prompt_tokens)} {p.tok_s:.0f}" for p in f.prefill)
+    if f.across_threshold:
+        below, at = f.across_threshold
+        text += (
+            f"; across the layerwise threshold: a {below.prompt_tokens}-token prompt's first token after "
+            f"{below.ttft_s:.2f} s ({below.path}), a {at.prompt_tokens}-token one's after {at.ttft_s:.2f} s "
+            f"({at.path}, x{at.ttft_s / max(below.ttft_s, 1e-9):.1f}; --kt-gpu-prefill-token-threshold moves it)"
+        )
+    return text

@@ -50,7 +50,7 @@ def test_decode_terms_are_the_hand_arithmetic():
     # KV grows the GPU part by exactly context x cell / bandwidth: 62 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes
     cell = 62 * 8 * 128 * 2 * 2
     grown = decode_step(s, 32768, 1).gpu_s - step.gpu_s
-    assert grown == pytest.approx(32768 * cell / (1.79e12 * TERMS.attn_bw_eff), rel=1e-6)
+    assert grown == pytest.approx(32768 * cell / (1.792e12 * TERMS.attn_bw_eff), rel=1e-6)
 
 
 def test_concurrency_touches_more_experts_and_each_socket_adds_its_bandwidth():

@@ -61,7 +61,7 @@ def test_each_numa_subpool_adds_its_sockets_bandwidth_up_to_what_the_threads_pul
 def test_decode_attention_reads_every_streams_kv_at_its_own_rate():
     s = minimax()
     cell = 62 * 8 * 128 * 2 * 2  # MiniMax-M2: 62 layers x 8 KV heads x 128 x (K, V) x 2 bytes
-    assert attention_read(s, 32768, 3) == pytest.approx(3 * 32768 * cell / (1.79e12 * TERMS.attn_bw_eff), rel=1e-9)
+    assert attention_read(s, 32768, 3) == pytest.approx(3 * 32768 * cell / (1.792e12 * TERMS.attn_bw_eff), rel=1e-9)
     assert attention_read(s, 0, 4) == 0.0
     # Qwen3-Next at one stream: 2 KV heads are 2 lanes, too few to fill the GPU: 2 x attn_lane_bps binds
     h = load_host(str(HOSTS / "1x5090-2xepyc9355.yaml"))
@@ -69,7 +69,7 @@ def test_decode_attention_reads_every_streams_kv_at_its_own_rate():
     q = setup_for(h, spec, "FP8", 100, h.gpus.devices, 64, 2, 16384, 2048)
     assert attention_lanes(q, 1) == 2 and attention_lanes(q, 4) == 8
     qcell = 12 * 2 * 256 * 2 * 2  # 12 full-attention layers x 2 KV heads x 256 x (K, V) x 2 bytes
-    assert 2 * TERMS.attn_lane_bps < 1.79e12 * TERMS.attn_bw_eff
+    assert 2 * TERMS.attn_lane_bps < 1.792e12 * TERMS.attn_bw_eff
     assert attention_read(q, 32768, 1) == pytest.approx(32768 * qcell / (2 * TERMS.attn_lane_bps), rel=1e-9)
     # MLA (Kimi): the absorbed kernel's lanes are the query heads, 64 per stream
     kimi = get_preset("kimi-k2.7-code").spec()

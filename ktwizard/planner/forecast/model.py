@@ -9,7 +9,7 @@ layer's CPU experts are uploaded over PCIe and run on the GPU; a request pays a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.forecast.attention import attention_flops, attention_read
@@ -147,6 +147,11 @@ class Forecast:
     calibration: str = ""  # "calibrated by bench on <date>: x0.93", or empty
     factor: float = 1.0
     step: dict[str, float] = field(default_factory=dict)  # the decode step's terms at the goals, seconds
+    gpu_known: bool = True  # False: the GPU is in no data sheet ktwizard holds; the ranges span its memory class
+    gpu_note: str = ""  # what was assumed of an unknown GPU, said on the plan
+    # Prompts one token under and at the rendered --kt-gpu-prefill-token-threshold: the hybrid and the layerwise
+    # path's first token, so the plan shows what the threshold does; empty without a layerwise path in reach
+    across_threshold: tuple[PrefillPoint, ...] = ()
 
     def decode_at(self, context: int, concurrency: int) -> DecodePoint:
         return min(self.decode, key=lambda p: (abs(p.context_tokens - context), abs(p.concurrency - concurrency)))
@@ -165,10 +170,34 @@ class Forecast:
         return min(self.prefill, key=lambda p: abs(p.prompt_tokens - self.context_tokens))
 
 
+def ends(s: Setup) -> tuple[Setup, Setup]:
+    """The setup at the slow and fast ends of what its GPU may be: itself twice for a card the data sheets know, an
+    unknown card's memory class's slowest and fastest (speeds.gpu_speed)."""
+    if s.gpu.known:
+        return s, s
+    return replace(s, gpu=s.gpu.at(0)), replace(s, gpu=s.gpu.at(1))
+
+
+def spread(values: tuple[float, float, float], kind: str) -> tuple[float, float]:
+    """The range of a forecast computed at the GPU's slow end, its middle and its fast end: the held-out band
+    around each, their union."""
+    lows, highs = zip(*(band(v, kind) for v in values), strict=True)
+    return min(lows), max(highs)
+
+
 def decode_point(s: Setup, context: int, concurrency: int, factor: float = 1.0, t: Terms = TERMS) -> DecodePoint:
-    step = decode_step(s, context, concurrency, t).total_s
-    per = factor / step
-    return DecodePoint(context, concurrency, round(per, 2), round(per * concurrency, 2), band(per, "decode"))
+    slow, fast = ends(s)
+    per, lo, hi = (factor / decode_step(x, context, concurrency, t).total_s for x in (s, slow, fast))
+    return DecodePoint(
+        context, concurrency, round(per, 2), round(per * concurrency, 2), spread((lo, per, hi), "decode")
+    )
+
+
+def prefill_point(s: Setup, prompt: int, t: Terms = TERMS) -> PrefillPoint:
+    secs, path = prefill_time(s, prompt, t)  # a bench calibrates decode only: prefill is not scaled by its factor
+    slow, fast = ends(s)
+    rates = tuple(prompt / prefill_time(x, prompt, t)[0] for x in (slow, s, fast))
+    return PrefillPoint(prompt, round(prompt / secs, 1), round(secs, 2), path, spread(rates, "prefill"))
 
 
 def forecast(
@@ -178,10 +207,9 @@ def forecast(
     streams = sorted({1, max(1, concurrency)})
     decode = tuple(decode_point(s, ctx, c, factor, t) for ctx in contexts for c in streams)
     prompts = sorted({p for p in PREFILL_PROMPTS if p <= max(context, PREFILL_PROMPTS[0])} | {max(1, context)})
-    prefill = []
-    for p in prompts:
-        secs, path = prefill_time(s, p, t)  # a bench calibrates decode only: prefill is not scaled by its factor
-        prefill.append(PrefillPoint(p, round(p / secs, 1), round(secs, 2), path, band(p / secs, "prefill")))
+    prefill = [prefill_point(s, p, t) for p in prompts]
+    th = s.threshold
+    across = (prefill_point(s, th - 1, t), prefill_point(s, th, t)) if th is not None and 1 < th <= s.chunk else ()
     st = decode_step(s, context, concurrency, t)
     return Forecast(
         context_tokens=context,
@@ -192,4 +220,7 @@ def forecast(
         calibration=calibration,
         factor=factor,
         step={"cpu_s": st.cpu_s, "gpu_s": st.gpu_s, "fixed_s": st.fixed_s},
+        gpu_known=s.gpu.known,
+        gpu_note="" if s.gpu.known else s.gpu.why,
+        across_threshold=across,
     )

@@ -1,58 +1,85 @@
 """What the hardware can move and compute, from vendors' data sheets: GPU memory bandwidth and dense tensor
-throughput, PCIe links, and host memory (channels x transfer rate x 8 bytes) per platform. The forecast multiplies
-these by efficiencies fitted to published runs (planner/forecast/terms.py); nothing here is fitted."""
+throughput (host/gpu_specs.py, each card with its source), PCIe links, and host memory (channels x transfer rate x
+8 bytes) per platform. The forecast multiplies these by efficiencies fitted to published runs
+(planner/forecast/terms.py); nothing here is fitted."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, replace
 
+from ktwizard.host.gpu_specs import CardSpec, lookup, memory_class
 from ktwizard.host.profile import GPU, HostProfile, MemorySpeed
 
-# name key, memory bandwidth B/s, dense BF16 tensor FLOP/s (FP32 accumulate, no sparsity), PCIe generation
-GPU_TABLE = (
-    ("H200", 4.8e12, 989e12, 5),
-    ("H100", 3.35e12, 989e12, 5),
-    ("H20", 4.0e12, 148e12, 5),
-    ("B200", 8.0e12, 2250e12, 5),
-    ("A100", 2.0e12, 312e12, 4),
-    ("RTX PRO 6000", 1.79e12, 500e12, 5),
-    ("5090", 1.79e12, 209e12, 5),
-    ("4090", 1.008e12, 165e12, 4),
-    ("3090", 0.936e12, 71e12, 4),
-    ("RTX 6000 Ada", 0.96e12, 364e12, 4),
-    ("L40", 0.864e12, 181e12, 4),
-    ("L20", 0.864e12, 119e12, 4),
-    ("A6000", 0.768e12, 155e12, 4),
-)
 PCIE_X16 = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9, 6: 121.0e9}  # bytes/s per direction, x16
 
 
 @dataclass(frozen=True)
 class GpuSpeed:
     bandwidth: float
-    flops: float
+    flops: float  # dense BF16 tensor FLOP/s (FP32 accumulate)
     pcie: float
     why: str
     fp8: bool = False  # FP8 tensor cores: compute capability 8.9 (Ada) and later
+    known: bool = True  # False: the card is in no data sheet ktwizard holds; the values are its class's middle
+    # An unknown card: the slowest and fastest listed cards of its memory class (bandwidth, FLOP/s); the forecast's
+    # range spans them. A known card: (value, value).
+    bandwidth_range: tuple[float, float] = (0.0, 0.0)
+    flops_range: tuple[float, float] = (0.0, 0.0)
+
+    def at(self, end: int) -> GpuSpeed:
+        """This card at the slow (0) or fast (1) end of its range."""
+        return replace(
+            self, bandwidth=self.bandwidth_range[end] or self.bandwidth, flops=self.flops_range[end] or self.flops
+        )
 
 
-def _fp8(gpu: GPU, key: str) -> bool:
+def _fp8(gpu: GPU, card: CardSpec | None) -> bool:
     if gpu.compute_capability:
         major, _, minor = gpu.compute_capability.partition(".")
         return (int(major), int(minor or 0)) >= (8, 9) if major.isdigit() and (minor or "0").isdigit() else False
-    return key not in ("A100", "3090", "A6000")
+    return card is not None and card.fp8 > 0
+
+
+def _link(gpu: GPU, card: CardSpec | None) -> tuple[float, str]:
+    """The PCIe link: what NVML says the card and host support, else the current link, else the data sheet's."""
+    gen = gpu.pcie_max_gen or gpu.pcie_gen or (card.pcie_gen if card else 4)
+    width = gpu.pcie_max_width or (card.pcie_width if card else 16)
+    return PCIE_X16.get(gen, PCIE_X16[4]) * width / 16, f"PCIe {gen}.0 x{width}"
+
+
+def nvml_bandwidth(gpu: GPU) -> float | None:
+    """Peak memory bandwidth from NVML's memory bus width and top memory clock: bits / 8 x MHz x 2 (double data
+    rate as NVML counts it: RTX 4090 384-bit x 10,501 MHz = 1.008 TB/s, H100 5,120-bit x 2,619 MHz = 3.35 TB/s)."""
+    if not gpu.memory_bus_width or not gpu.memory_clock_mhz:
+        return None
+    return gpu.memory_bus_width / 8 * gpu.memory_clock_mhz * 1e6 * 2
 
 
 def gpu_speed(gpu: GPU) -> GpuSpeed:
-    for key, bw, flops, gen in GPU_TABLE:
-        if key.lower() in gpu.name.lower():
-            link = gpu.pcie_gen or gen
-            why = f"{key} data sheet, PCIe {link}.0 x16"
-            return GpuSpeed(bw, flops, PCIE_X16.get(link, PCIE_X16[4]), why, _fp8(gpu, key))
-    link = gpu.pcie_gen or 4
-    return GpuSpeed(
-        0.9e12, 150e12, PCIE_X16.get(link, PCIE_X16[4]), f"unknown GPU: assumed 0.9 TB/s, 150 TFLOP/s, PCIe {link}.0"
+    card = lookup(gpu.name, gpu.pci_device_id)
+    pcie, link = _link(gpu, card)
+    if card is not None:
+        why = f"{gpu.name.replace('NVIDIA ', '')} data sheet ({card.source}), {link}"
+        return GpuSpeed(
+            card.bandwidth, card.bf16, pcie, why, _fp8(gpu, card), True, (card.bandwidth,) * 2, (card.bf16,) * 2
+        )
+    near = memory_class(gpu.memory_total)
+    bws, fls = sorted(c.bandwidth for c in near), sorted(c.bf16 for c in near)
+    flops = statistics.median(fls)
+    measured = nvml_bandwidth(gpu)
+    if measured is not None:
+        bw, bw_range = measured, (measured, measured)
+        said = f"{measured / 1e12:.2f} TB/s from NVML ({gpu.memory_bus_width}-bit x {gpu.memory_clock_mhz} MHz)"
+    else:
+        bw, bw_range = statistics.median(bws), (bws[0], bws[-1])
+        said = f"{bw_range[0] / 1e12:.2f}-{bw_range[1] / 1e12:.2f} TB/s (middle {bw / 1e12:.2f})"
+    why = (
+        f"UNKNOWN GPU {gpu.name!r}: in no data sheet ktwizard holds; memory {said}, "
+        f"{fls[0] / 1e12:.0f}-{fls[-1] / 1e12:.0f} TFLOP/s BF16, the listed cards of its memory class "
+        f"({len(near)} cards near {gpu.memory_total / 2**30:.0f} GiB); {link}. The forecast shows that whole range"
     )
+    return GpuSpeed(bw, flops, pcie, why, _fp8(gpu, None), False, bw_range, (fls[0], fls[-1]))
 
 
 # brand substring, memory type, MT/s, channels per socket: the platform's rated configuration (one DIMM per channel).

@@ -73,7 +73,7 @@ class Sizing:
         if glm5_next.applies(spec):  # server_args.py:1656-1662 captures batch sizes 1, 2 and 4 whatever is asked
             self.graph_bs = glm5_next.GRAPH_MAX_BS
         self.layerwise = layerwise
-        self.threshold = layerwise_threshold(method, spec)
+        self.threshold = goals.prefill_threshold or layerwise_threshold(method, spec)  # the user's, else KT's
         self.backend = backend or "flashinfer"  # unknown: budget as if it took the costlier flashinfer paths
         self.backend_known = backend is not None
         # DeepSeek sparse attention: the runtime settles the KV dtype itself (runtime/rules.py); budget that one

@@ -45,6 +45,7 @@ class PlanScreen(Step):
             self.query_one("#concurrency", Input).value = str(g.concurrency)
             self.query_one("#gpu-experts", Input).value = "" if g.gpu_experts is None else str(g.gpu_experts)
             self.query_one("#chunk", Input).value = str(g.chunked_prefill or "")
+            self.query_one("#threshold", Input).value = str(g.prefill_threshold or "")
             self.query_one("#gpus", Input).value = ",".join(map(str, g.gpus)) if g.gpus else ""
             self.query_one("#kv", Select).value = g.kv_dtype if g.kv_dtype != "bf16" else "auto"
             self.query_one("#method", Select).value = g.method or ""
@@ -63,6 +64,10 @@ class PlanScreen(Step):
                     Input("" if g.gpu_experts is None else str(g.gpu_experts), placeholder="auto", id="gpu-experts"),
                 ),
                 ("prefill chunk", Input(str(g.chunked_prefill or ""), placeholder="auto", id="chunk")),
+                (
+                    "layerwise from (tokens)",
+                    Input(str(g.prefill_threshold or ""), placeholder="auto", id="threshold"),
+                ),
                 ("GPUs", Input(",".join(map(str, g.gpus or ())), placeholder="all", id="gpus")),
                 (
                     "KV cache",
@@ -109,6 +114,7 @@ class PlanScreen(Step):
                 ("concurrency", "concurrency"),
                 ("gpu_experts", "gpu-experts"),
                 ("chunked_prefill", "chunk"),
+                ("prefill_threshold", "threshold"),
                 ("gpus", "gpus"),
                 ("kv_dtype", "kv"),
                 ("method", "method"),
