@@ -23,6 +23,7 @@ GROUPS = (
     "exporter",
     "grafana",
     "bench",
+    "verify",
     "calibration",
     "placement",
     "image",

@@ -44,7 +44,7 @@ def _check(name: str) -> str:
 
 
 STORE: RecordStore[Deployment] = RecordStore(state_dir, Deployment, _check)
-EXTRAS = ("plan", "peak")  # what a launch keeps beside the record: the plan it ran, the peak check's report
+EXTRAS = ("plan", "peak", "verify")  # kept beside the record: the plan it ran, the peak check's and verify's reports
 
 
 def save(d: Deployment) -> Path:

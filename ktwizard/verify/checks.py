@@ -19,6 +19,17 @@ ANSWER_TOKENS = 1024  # room for a reasoning model to think before it answers
 # Thinking switched on for every family's chat template (each reads its own key, serving_chat.py:1358-1388)
 THINKING = {"thinking": True, "enable_thinking": True}
 NO_THINKING = {"thinking": False, "enable_thinking": False}
+# Parsers that keep the reasoning in content on purpose, opened with <think> (MiniMax M2's interleaved thinking:
+# MiniMaxAppendThinkDetector, srt/parser/reasoning_parser.py:307-337): the answer follows its </think>
+INLINE_REASONING = {"minimax-append-think"}
+_INLINE = re.compile(r"^\s*<think>(.*?)</think>(.*)$", re.S)
+
+
+def _answer(content: str, spec: Spec) -> str:
+    """The answer part of content: after an inline reasoning block for the parsers that keep one."""
+    if spec.reasoning_parser in INLINE_REASONING and (m := _INLINE.match(content)):
+        return m[2]
+    return content
 
 
 def _chat(spec: Spec, messages: list[dict], timeout: float, **extra: Any) -> dict:
@@ -55,7 +66,7 @@ def short_answers(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
         msg = _message(
             _chat(spec, [{"role": "user", "content": ask.prompt}], timeout, chat_template_kwargs=NO_THINKING)
         )
-        content = msg.get("content") or ""
+        content = _answer(msg.get("content") or "", spec)
         if not re.search(ask.pattern, content, re.I):
             wrong.append(f"asked for {ask.expect!r}, got {excerpt(content, 80)}")
     if wrong:
@@ -78,7 +89,7 @@ def long_context(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
         timeout + tokens / SLOWEST_PREFILL_TPS,
         chat_template_kwargs=NO_THINKING,
     )
-    content = _message(data).get("content") or ""
+    content = _answer(_message(data).get("content") or "", spec)
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     seen = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
     where = f"a {seen or tokens}-token prompt" + (f" (layerwise threshold {spec.threshold})" if spec.threshold else "")
@@ -235,6 +246,18 @@ def reasoning(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
     )
     content, thought = msg.get("content") or "", msg.get("reasoning_content") or ""
     parser = spec.reasoning_parser
+    if parser in INLINE_REASONING:
+        m = _INLINE.match(content)
+        if thought or not m or not m[1].strip():
+            return Verdict(
+                "reasoning", False, f"--reasoning-parser {parser} keeps one <think> block at the start of content; "
+                f"got content {excerpt(content, 80)}, reasoning_content {excerpt(thought or None, 40)}",
+                f"--reasoning-parser {parser} may not match this model's reasoning format",
+            )  # fmt: skip
+        thought, content = m[1], m[2]
+        if found(content, THINK_MARKUP) or not re.search(ask.pattern, content, re.I):
+            return Verdict("reasoning", False, f"after the reasoning block: {excerpt(content, 80)}")
+        return Verdict("reasoning", True, f"reasoning kept inline as {parser} does ({len(thought)} characters)")
     marks = found(content, THINK_MARKUP)
     if parser:
         hint = f"--reasoning-parser {parser} may not match this model's reasoning format"

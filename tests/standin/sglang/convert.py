@@ -192,7 +192,9 @@ class Converter:
         if not (tool_ok and think_ok):
             return None
         out = Answer(content=reply.text)
-        if self.split and reply.thought and self.think != "none" and reasoning_requested(self.rp, self.kwargs):
+        if self.rp == "minimax-append-think" and reply.thought:  # kept inline, opened (reasoning_parser.py:307-337)
+            out.content = f"<think>{reply.thought}</think>{reply.text}"
+        elif self.split and reply.thought and self.think != "none" and reasoning_requested(self.rp, self.kwargs):
             out.reasoning = reply.thought
         if reply.call is not None and self.use_tools:
             name, args = reply.call

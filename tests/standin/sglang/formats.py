@@ -7,6 +7,7 @@ test's oracle (STANDIN_TOOL_FORMAT / STANDIN_THINK_FORMAT), never derived from t
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 from sglang.answers import Reply
@@ -58,10 +59,12 @@ THINK: dict[str, Callable[[str, str], str]] = {
     "think": lambda t, s: f"<think>{t}</think>{s}",
     "mm": lambda t, s: f"<mm:think>{t}</mm:think>{s}",
     "harmony": lambda t, s: f"<|channel|>analysis<|message|>{t}<|end|><|start|>assistant<|channel|>final<|message|>{s}",
+    "open": lambda t, s: f"{t}</think>{s}",  # the chat template opened <think> (DeepSeek-R1, MiniMax M2)
     "none": lambda t, s: s,
 }
+ALWAYS_THINKS = {"harmony", "open"}  # models that think whatever the request asks
 # the think format of the model each reasoning parser was made for (a stand-in model that matches its parser)
-THINK_OF_PARSER = {"gpt-oss": "harmony", "minimax-m3": "mm"}
+THINK_OF_PARSER = {"gpt-oss": "harmony", "minimax-m3": "mm", "deepseek-r1": "open", "minimax-append-think": "open"}
 
 
 def think_format(parser: str | None) -> str:
@@ -77,3 +80,19 @@ def raw(reply: Reply, tool_format: str | None, think: str) -> str:
     if think == "harmony" and reply.call is not None:  # harmony: the call is its own commentary message
         return f"<|channel|>analysis<|message|>{reply.thought}<|end|>{body}" if reply.thought else body
     return THINK[think](reply.thought, body) if reply.thought and think != "none" else body
+
+
+SPECIAL = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|｜DSML｜|\]<\]minimax\[>\[|</?(?:think|tool_call|minimax:tool_call)>")
+
+
+def tokens(text: str) -> list[str]:
+    """The output as a server streams it: a special token whole in one delta, other text a few characters at a
+    time (so an XML-ish marker such as <function= or <invoke name= is split across deltas)."""
+    out: list[str] = []
+    at = 0
+    for m in SPECIAL.finditer(text):
+        out += [text[i : min(i + 3, m.start())] for i in range(at, m.start(), 3)]
+        out.append(m.group())
+        at = m.end()
+    out += [text[i : i + 3] for i in range(at, len(text), 3)]
+    return out or [""]

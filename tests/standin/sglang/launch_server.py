@@ -557,7 +557,7 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             conv = Converter(args.tool_call_parser, args.reasoning_parser, body)
             kwargs = body.get("chat_template_kwargs") or {}
             off = kwargs.get("thinking") is False or kwargs.get("enable_thinking") is False
-            if conv.think != "harmony" and (conv.think == "none" or off):
+            if conv.think not in formats.ALWAYS_THINKS and (conv.think == "none" or off):
                 reply = answers.Reply(reply.text, "", reply.call)  # asked not to think (gpt-oss always does)
             corrupt = ENV("STANDIN_CORRUPT_ABOVE")
             if corrupt and prompt_tokens > int(corrupt):  # a server that answers gibberish above a prompt length
@@ -568,7 +568,7 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             rid = id(self)
             cid = f"chatcmpl-{rid:x}{int(start * 1000):x}"
             head = {"id": cid, "object": "chat.completion.chunk", "created": int(start), "model": served}
-            pieces = [raw[i : i + 5] for i in range(0, len(raw), 5)] or [""]
+            pieces = formats.tokens(raw)
             try:
                 engine.prefill(prompt_tokens, words)
                 engine.prompt.labels(served).inc(prompt_tokens)
