@@ -50,8 +50,13 @@ def host_dir(request) -> Path:
     return HOSTS / request.param
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run `python -m ktwizard` as a user would, with its real exit code and output."""
+def run_cli(
+    *args: str, env: dict | None = None, timeout: float = 60, verify: bool = False
+) -> subprocess.CompletedProcess:
+    """Run `python -m ktwizard` as a user would, with its real exit code and output. A launch skips its verify step
+    (--no-verify) unless `verify`: the tests of launch's other steps would each wait for a long verify prompt."""
+    if args and args[0] == "launch" and not verify and "--no-verify" not in args:
+        args = (*args, "--no-verify")
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TextIO
 
@@ -15,6 +15,7 @@ from ktwizard.deploy.peak import PeakReport
 from ktwizard.deploy.records import Deployment
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.planner.types import Plan
+from ktwizard.verify.verdict import Report, Verdict
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Launched:
     proc: ServerProcess
     plan: Plan  # as served: the port and address it really listens on
     peak: PeakReport | None
+    verified: Report | None = None  # launch's last step (None: --no-verify)
 
 
 def make_room(opts: LaunchOptions, out: TextIO = sys.stderr) -> None:
@@ -84,6 +86,8 @@ def launch(
     out: TextIO = sys.stderr,
     peak_check: bool = True,
     peak_tokens: int | None = None,
+    verify_timeout: float | None = None,
+    on_verdict: Callable[[str, Verdict | None], None] | None = None,
 ) -> Iterator[Launched]:
     """The server started, ready, its plan kept and its peak checked; the name stays claimed (deploy.namelock: two
     launches of one name at once would leave two servers and one record) until the body ends."""
@@ -107,4 +111,9 @@ def launch(
         if peak is not None:
             keep(deployment.name, "peak", peak, out)
         served = replace(plan, goals=replace(plan.goals, port=opts.port, bind=opts.bind))
-        yield Launched(deployment, proc, served, peak)
+        verified = None
+        if verify_timeout is not None:  # the last step: does it serve (answers, tool calls, reasoning)?
+            from ktwizard.app.verify import verify_launched
+
+            verified = verify_launched(served, deployment.name, deployment.url, verify_timeout, on_verdict)
+        yield Launched(deployment, proc, served, peak, verified)

@@ -24,6 +24,7 @@ GROUPS = (
     "exporter",
     "grafana",
     "bench",
+    "verify",
     "calibration",
     "placement",
     "image",

@@ -63,8 +63,18 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from ktwizard.app.launch import launch
 
     # the name stays claimed while this command runs (attached: the server's life)
-    with launch(plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens) as done:
+    from ktwizard.cli.verify import show_progress
+
+    verify_timeout = None if args.no_verify else args.check_timeout
+    with launch(
+        plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens,
+        verify_timeout=verify_timeout, on_verdict=show_progress(),
+    ) as done:  # fmt: skip
         deployment = done.deployment
+        if done.verified is not None and not done.verified.passed:
+            failed = ", ".join(v.name for v in done.verified.failed)
+            print(f"warning: {deployment.name} failed verify ({failed}); ktwizard verify {deployment.name} "
+                  "checks again", file=sys.stderr)  # fmt: skip
         print(
             f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
             f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
@@ -75,6 +85,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
         print(clients_text(done.plan), file=sys.stderr)  # where it really listens
         if not opts.detach:
             stay_attached(done.proc, deployment)
+        elif done.verified is not None and not done.verified.passed:
+            return 1  # detached, for scripts: running, but not serving right
     return 0
 
 
@@ -119,7 +131,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ktwizard.cli.options import add_plan_inputs, count, tokens
+    from ktwizard.cli.options import add_plan_inputs, count, seconds, tokens
 
     la = sub.add_parser(
         "launch", help="start the planned SGLang-KT server in Docker (or natively) and follow it to ready"
@@ -155,6 +167,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the peak check's long prompt, such as 64k (default: the plan's binding phase; a prompt too short "
         "for it fails the check)",
     )
+    la.add_argument(
+        "--no-verify", action="store_true",
+        help="skip the last step: the checks of ktwizard verify (known answers short and long, tool calls, reasoning)",
+    )  # fmt: skip
+    la.add_argument(
+        "--check-timeout", type=seconds("--check-timeout", 1.0, 86400.0), default=120.0, metavar="S",
+        help="each verify check's deadline in seconds (default 120)",
+    )  # fmt: skip
     la.set_defaults(func=cmd_launch)
 
     st = sub.add_parser("stop", help="stop and remove a ktwizard-started server")

@@ -58,6 +58,7 @@ def cmd_exporter(args: argparse.Namespace) -> int:
         plan,
         peak,
         deployment=deployment,
+        record=name or "",
     )
     server = serve(collector, args.bind, args.port)
     print(f"exporting on http://{args.bind}:{args.port}/metrics (Ctrl-C stops)", file=sys.stderr, flush=True)

@@ -20,6 +20,7 @@ class Running:
     uptime_s: float | None
     memory: int | None  # the container's memory use (page cache excluded)
     fleet: str = ""
+    verified: str = ""  # "verified 2 min ago", "failed tool_call", "" (never verified)
 
 
 def _uptime(started: str | None) -> float | None:
@@ -65,6 +66,7 @@ def containers(client: Any) -> list[Running]:
                 uptime_s=_uptime(state.get("StartedAt")) if running else None,
                 memory=memory,
                 fleet=label_text(c.labels, "io.ktwizard.fleet"),
+                verified=verified_text(c.name) if rec else "",
             )
         )
     return out
@@ -100,9 +102,30 @@ def natives() -> list[Running]:
                 rec.url,
                 time.time() - started if started else None,
                 None,
+                verified=verified_text(rec.name),
             )
         )
     return out
+
+
+def verified_text(name: str, now: float | None = None) -> str:
+    """The verify report kept beside the record, in a few words: "verified 2 min ago", "failed tool_call", ""."""
+    from ktwizard.deploy.records import load_extra
+
+    try:
+        data = load_extra(name, "verify")
+    except Exception:  # noqa: BLE001 - an unreadable report is no verdict
+        return ""
+    if not isinstance(data, dict) or not isinstance(data.get("at"), int | float):
+        return ""
+    verdicts = data.get("verdicts")
+    if not isinstance(verdicts, list) or not verdicts:
+        return ""
+    failed = [str(v.get("name", "?")) for v in verdicts if isinstance(v, dict) and v.get("passed") is not True]
+    if failed:
+        return "failed " + ",".join(failed)
+    s = max(0.0, (time.time() if now is None else now) - float(data["at"]))
+    return "verified " + (uptime_text(s) if s >= 1 else "0 s") + " ago"
 
 
 def uptime_text(s: float | None) -> str:
@@ -121,13 +144,14 @@ def table(rows: list[Running]) -> str:
 
     if not rows:
         return "no deployments (ktwizard launch starts one)\n"
-    head = f"{'NAME':<22} {'STATE':<12} {'MODEL':<18} {'PORT':<6} {'UP':>7} {'MEMORY':>10}"
+    head = f"{'NAME':<22} {'STATE':<12} {'MODEL':<18} {'PORT':<6} {'UP':>7} {'MEMORY':>10}  VERIFIED"
     lines = [head]
     for r in rows:
         port = r.url.rsplit(":", 1)[-1] if r.url else "-"
         lines.append(
             f"{printable(r.name, False)[:22]:<22} {printable(r.state, False)[:12]:<12} "
             f"{printable(r.model, False)[:18]:<18} {port[:6]:<6} "
-            f"{uptime_text(r.uptime_s):>7} {human(r.memory) if r.memory is not None else '-':>10}"
+            f"{uptime_text(r.uptime_s):>7} {human(r.memory) if r.memory is not None else '-':>10}  "
+            f"{printable(r.verified, False)[:40] or '-'}"
         )
     return "\n".join(lines) + "\n"

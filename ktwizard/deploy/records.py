@@ -42,7 +42,7 @@ def _check(name: str) -> str:
     return check_name(name)
 
 
-EXTRAS = ("plan", "peak")  # what a launch keeps beside the record: the plan it ran, the peak check's report
+EXTRAS = ("plan", "peak", "verify")  # kept beside the record: the plan it ran, the peak check's and verify's reports
 STORE: RecordStore[Deployment] = RecordStore(state_dir, Deployment, _check, EXTRAS)
 
 

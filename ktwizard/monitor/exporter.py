@@ -42,6 +42,8 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "ktwizard_peak_check_measured_bytes": ("gauge", "the peak check's measured GPU peak per step"),
     "ktwizard_peak_check_planned_bytes": ("gauge", "what the plan predicted for that step"),
     "ktwizard_peak_check_margin_left_bytes": ("gauge", "planned peak plus margin minus measured (negative: over)"),
+    "ktwizard_verify_passed": ("gauge", "1 when the last ktwizard verify check passed, 0 when it failed, per check"),
+    "ktwizard_verify_timestamp_seconds": ("gauge", "when the last ktwizard verify ended (Unix time)"),
     "ktwizard_sample_seconds": ("gauge", "how long the last sample took"),
 }
 
@@ -49,7 +51,10 @@ FAMILIES: dict[str, tuple[str, str]] = {
 class Collector:
     """prometheus_client's custom-collector protocol: families built from one sample per scrape."""
 
-    def __init__(self, monitor: Any, plan: Plan | None = None, peak: dict | None = None, deployment: str = "") -> None:
+    def __init__(
+        self, monitor: Any, plan: Plan | None = None, peak: dict | None = None, deployment: str = "", record: str = ""
+    ) -> None:
+        self.record = record  # the deployment's record name, whose kept verify report is exported
         self.monitor, self.plan, self.peak = monitor, plan, peak if isinstance(peak, dict) else {}
         self.deployment = deployment  # every family carries it: the server's series get it from Prometheus
         self.lock = threading.Lock()
@@ -69,6 +74,18 @@ class Collector:
                 self.took = time.perf_counter() - t0
                 self.at = time.monotonic()
             return self.last
+
+    def verify_report(self) -> dict:
+        """The verify report kept beside the record, read per scrape: a later `ktwizard verify` shows at once."""
+        if not self.record:
+            return {}
+        from ktwizard.deploy.records import load_extra
+
+        try:
+            data = load_extra(self.record, "verify")
+        except Exception:  # noqa: BLE001 - an unreadable report exports nothing
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def describe(self) -> Iterator[Any]:
         return iter(())  # no sample at registration time
@@ -128,6 +145,12 @@ class Collector:
                 g("ktwizard_peak_check_measured_bytes", measured, **labels)
                 g("ktwizard_peak_check_planned_bytes", planned, **labels)
                 g("ktwizard_peak_check_margin_left_bytes", planned + margin - measured, **labels)
+        report = self.verify_report()
+        for v in report.get("verdicts", ()) if isinstance(report.get("verdicts"), list) else ():
+            if isinstance(v, dict) and isinstance(v.get("passed"), bool):
+                g("ktwizard_verify_passed", 1 if v["passed"] else 0, check=str(v.get("name", ""))[:40])
+        at = report.get("at")
+        g("ktwizard_verify_timestamp_seconds", at if isinstance(at, int | float) and not isinstance(at, bool) else None)
         g("ktwizard_sample_seconds", self.took)
         yield from fam.values()
         if self.plan is not None:

@@ -53,6 +53,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from sglang import answers
+
 ENV = os.environ.get
 STEP = float(ENV("STANDIN_STEP_S", "0.2"))
 GPU_GB = float(ENV("STANDIN_GPU_GB", "95.0"))
@@ -542,7 +544,70 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                 max_tokens = max(int(body.get("min_tokens") or 0), min(max_tokens, int(eos)))
             if ENV("STANDIN_MAX_NEW"):  # every request ends there, whatever it asked (as one reaching the context)
                 max_tokens = min(max_tokens, int(ENV("STANDIN_MAX_NEW") or 0))
+            if path.endswith("chat/completions") and (reply := answers.answer(body)) is not None:
+                return self.converse(reply, body, prompt_tokens, words)
             self.generate(prompt_tokens, max_tokens, bool(body.get("stream")), path.endswith("chat/completions"), words)
+
+        def converse(self, reply, body: dict, prompt_tokens: int, words) -> None:
+            """A prompt the stand-in's model understands: its raw output in the model family's own format, through
+            the parsers (convert.py), whole or streamed in small pieces that split the markers."""
+            from sglang import formats
+            from sglang.convert import Converter
+
+            conv = Converter(args.tool_call_parser, args.reasoning_parser, body)
+            kwargs = body.get("chat_template_kwargs") or {}
+            off = kwargs.get("thinking") is False or kwargs.get("enable_thinking") is False
+            if conv.think not in formats.ALWAYS_THINKS and (conv.think == "none" or off):
+                reply = answers.Reply(reply.text, "", reply.call)  # asked not to think (gpt-oss always does)
+            corrupt = ENV("STANDIN_CORRUPT_ABOVE")
+            if corrupt and prompt_tokens > int(corrupt):  # a server that answers gibberish above a prompt length
+                reply = answers.Reply("\u00c2\u017d\u00a7 the the the ,,,", "", None)
+            raw = formats.raw(reply, conv.tool_format, conv.think)
+            start = time.time()
+            engine.request(+1)
+            rid = id(self)
+            cid = f"chatcmpl-{rid:x}{int(start * 1000):x}"
+            head = {"id": cid, "object": "chat.completion.chunk", "created": int(start), "model": served}
+            pieces = formats.tokens(raw)
+            try:
+                engine.prefill(prompt_tokens, words)
+                engine.prompt.labels(served).inc(prompt_tokens)
+                engine.ttft.labels(served).observe(time.time() - start)
+                own = conv.own(reply)
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(pieces),
+                         "total_tokens": prompt_tokens + len(pieces), "prompt_tokens_details": None}  # fmt: skip
+                if not body.get("stream"):
+                    whole = own or conv.whole(raw)
+                    msg = {"role": "assistant", "content": whole.content or None,
+                           "reasoning_content": whole.reasoning or None, "tool_calls": whole.calls or None}  # fmt: skip
+                    finish = "tool_calls" if whole.calls else "stop"
+                    choice = {"index": 0, "message": msg, "finish_reason": finish}
+                    return self.reply(200, {**head, "object": "chat.completion", "choices": [choice], "usage": usage})
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                called = False
+                deltas = [own] if own is not None else [conv.piece(p) for p in pieces] + [conv.finish()]
+                for d in deltas:
+                    delta = {}
+                    if d.reasoning:
+                        delta["reasoning_content"] = d.reasoning
+                    if d.content:
+                        delta["content"] = d.content
+                    if d.calls:
+                        called = True
+                        delta["tool_calls"] = d.calls
+                    if delta:
+                        self.chunk({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+                end = {"index": 0, "delta": {}, "finish_reason": "tool_calls" if called else "stop"}
+                self.chunk({**head, "choices": [end], "usage": usage})
+                self.chunk_raw(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                engine.aborted.labels(served).inc()
+            finally:
+                engine.request(-1)
 
         def generate(self, prompt_tokens: int, max_tokens: int, stream: bool, chat: bool, words=None) -> None:
             start = time.time()
