@@ -226,7 +226,7 @@ def plan(
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
     rendered = {f.name: f.value for f in flags}
-    if not kernels.gpu_problem(spec, capabilities) and (
+    if not (kernels.gpu_problem(spec, capabilities) or glm5_next.gpu_problem(spec, capabilities)) and (
         problem := kernel_table.arch_problem(spec, rendered, capabilities)
     ):
         overflows.insert(0, problem)  # it would load and die at the first forward: a kernel this GPU lacks (#49)

@@ -106,7 +106,7 @@ TABLE: tuple[Kernel, ...] = (
            "ModelOpt NVFP4 (cutlass FP4 GEMM in common_ops, sm_100a/sm_120a)",
            "layers/quantization/modelopt_quant.py:951-953"),
     Kernel("mxfp4_moe", "", (), (), 80, "MXFP4 MoE (triton_kernels)", "layers/quantization/mxfp4.py:242-243"),
-    Kernel("mscclpp", "lib/mscclpp.so", ("sm_80", "compute_80", "sm_90", "compute_90"), (), 80,
+    Kernel("mscclpp", "lib/mscclpp.so", ("compute_80", "sm_80", "compute_90", "sm_90"), (), 80,
            "custom all-reduce at TP > 1 (PTX for newer GPUs)", "kt-kernel wheel lib/"),
 )  # fmt: skip
 KERNELS = {k.id: k for k in TABLE}

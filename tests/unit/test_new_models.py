@@ -40,7 +40,10 @@ def test_new_preset_plans_on_every_bundled_host(pid, host):
     p = get_preset(pid)
     r = plan(load_host(host), p.spec(), Goals(), p.sglang, recipe_for(pid))
     # fits, or says exactly what does not (an overflow names the resource and by how much)
-    assert r.fits or (r.overflows and all(" over by " in o or "need" in o for o in r.overflows)), r.overflows
+    # ... or the architecture lacks a kernel it needs (runtime/kernel_table.py: DSA off SM90)
+    assert r.fits or (
+        r.overflows and all(" over by " in o or "need" in o or "0.7.2 cannot run" in o for o in r.overflows)
+    ), r.overflows
     assert 0 <= r.gpu_experts <= p.spec().routed_experts
 
 
