@@ -170,3 +170,32 @@ def test_calibration_show_prints_its_file_name_without_escapes(tmp_path, monkeyp
     assert path.name in out.stdout  # the name is shown, its escapes are not
     listed = _cli(tmp_path, "calibration", "list")
     assert "\x1b" not in listed.stdout + listed.stderr
+
+
+@pytest.mark.parametrize("count", [1001, 1500])
+def test_reset_all_removes_every_file_and_says_so(tmp_path, monkeypatch, count):
+    from ktwizard.bench.calibration_store import folder
+
+    text = _calibration(tmp_path, monkeypatch).read_text()
+    for i in range(count - 1):
+        (folder() / f"h--m--{i:012x}.json").write_text(text)
+    assert len(list(folder().glob("*.json"))) == count
+    out = _cli(tmp_path, "calibration", "reset", "--all")
+    assert out.returncode == 0, out.stderr
+    assert list(folder().glob("*.json")) == []  # before: 1,000 removed, the rest kept
+    assert f"removed {count} " in out.stderr
+
+
+def test_reset_all_that_cannot_remove_an_entry_says_so(tmp_path, monkeypatch):
+    """An entry reset cannot remove (a folder named like a calibration): exit 1 and how many stayed, never
+    "removed N"; the files it could remove are gone."""
+    from ktwizard.bench.calibration_store import folder
+
+    _calibration(tmp_path, monkeypatch)
+    stuck = folder() / "h--m--0000000000ff.json"
+    (stuck / "inside").mkdir(parents=True)
+    listed = _cli(tmp_path, "calibration", "list")
+    assert listed.returncode == 0 and "0000000000ff" in listed.stdout and "DAMAGED" in listed.stdout
+    out = _cli(tmp_path, "calibration", "reset", "--all")
+    assert out.returncode == 1 and "removed 1 of 2" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert [p.name for p in folder().glob("*.json")] == [stuck.name]
