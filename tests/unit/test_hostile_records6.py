@@ -199,3 +199,29 @@ def test_reset_all_that_cannot_remove_an_entry_says_so(tmp_path, monkeypatch):
     out = _cli(tmp_path, "calibration", "reset", "--all")
     assert out.returncode == 1 and "removed 1 of 2" in out.stderr and "Traceback" not in out.stderr, out.stderr
     assert [p.name for p in folder().glob("*.json")] == [stuck.name]
+
+
+@pytest.mark.parametrize(
+    "factor", ["1" + "0" * 4000, "-" + "9" * 400, "1" + "0" * 310], ids=["10**4000", "-10**400", "10**310"]
+)
+def test_a_factor_past_a_float_is_a_damaged_calibration(tmp_path, monkeypatch, factor):
+    """10**4000 crashed `calibration list` and every later plan for that host and model (OverflowError)."""
+    path = _calibration(tmp_path, monkeypatch)
+    path.write_text(path.read_text().replace('"decode": 1.1', f'"decode": {factor}'))
+    listed = _cli(tmp_path, "calibration", "list")
+    assert listed.returncode == 0 and "DAMAGED" in listed.stdout and "Traceback" not in listed.stderr, listed.stderr
+    out = _cli(tmp_path, "plan", "--preset", PRESET, "--host", HOST)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-800:]
+    (line,) = out.stderr.strip().splitlines()
+    assert "calibration reset" in line and len(line) < 600
+
+
+def test_the_calibration_check_takes_an_integer_past_a_float():
+    from ktwizard.errors import BadInput
+    from ktwizard.planner.calibration import Calibration, CalibrationKey, check
+
+    key = CalibrationKey("h", "m", "AMXINT4", 0, "uniform", 1, "img")
+    for huge in (10**4000, -(10**4000)):
+        with pytest.raises(BadInput, match="not a finite ratio") as exc:
+            check(Calibration(key, huge, "d", "2026-01-01", 1), "here")
+        assert len(exc.value.message) < 300
