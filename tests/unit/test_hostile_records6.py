@@ -225,3 +225,47 @@ def test_the_calibration_check_takes_an_integer_past_a_float():
         with pytest.raises(BadInput, match="not a finite ratio") as exc:
             check(Calibration(key, huge, "d", "2026-01-01", 1), "here")
         assert len(exc.value.message) < 300
+
+
+# --- four simultaneous stops of one name ---
+
+
+def test_of_simultaneous_stops_of_one_name_one_stops_it(tmp_path):
+    """The server ignores SIGTERM, so the stop that signals it holds on for its grace period: the others, started
+    with it, found the record too and all said "stopped". Now one says so; each other one waited for it and says it
+    was already stopped (or, had it started after, that there is no such deployment)."""
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, start_ticks
+    from ktwizard.serial import dump_json
+
+    env = {**os.environ, DEPLOYMENT_ENV: "srv"}
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(120)"
+    server = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        assert server.stdout is not None and server.stdout.readline()  # SIGTERM is ignored from here on
+        folder = tmp_path / "state" / "ktwizard" / "deployments"
+        folder.mkdir(parents=True)
+        rec = _deployment("srv", pid=server.pid)
+        (folder / "srv.json").write_text(
+            dump_json({**json.loads(dump_json(rec)), "pid_start": start_ticks(server.pid)})
+        )
+        run_env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "DOCKER_HOST": "unix:///nonexistent/d"}
+        stops = [
+            subprocess.Popen(
+                [sys.executable, "-m", "ktwizard", "stop", "srv", "--timeout", "5"],
+                env=run_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        said = [(p.wait(60), p.communicate()[1].strip()) for p in stops]
+        assert server.wait(10) is not None
+        stopped = [s for _, s in said if s.startswith("stopped srv")]
+        assert len(stopped) == 1, said  # before: four
+        for rc, text in said:
+            assert "Traceback" not in text
+            assert text in stopped or (rc == 0 and "already stopped" in text) or (rc == 2 and "no deployment" in text)
+    finally:
+        server.kill()
+        server.wait()
