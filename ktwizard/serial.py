@@ -89,7 +89,10 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, int | float):
             raise BadInput(f"{where}: expected a number, got {data!r}")
-        return float(data)
+        try:
+            return float(data)
+        except OverflowError:  # an integer past a float's range (10**4000): not a number any file of ours holds
+            raise BadInput(f"{where}: a number of {len(str(data))} digits, past any a float holds") from None
     if tp is int:
         if isinstance(data, bool) or not isinstance(data, int):
             raise BadInput(f"{where}: expected an integer, got {data!r}")

@@ -81,9 +81,10 @@ def entry(path: Path) -> Entry:
 
 
 def all_files() -> list[Path]:
-    """Every file of the folder, uncapped (what reset --all removes)."""
+    """Every entry of the folder, uncapped (what reset --all removes); a folder among them is listed as damaged, and
+    reset says it could not remove it."""
     base = folder()
-    return sorted(p for p in base.glob("*.json") if not p.is_dir()) if base.is_dir() else []
+    return sorted(base.glob("*.json")) if base.is_dir() else []
 
 
 def files() -> list[Path]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ktwizard.errors import BadInput
+from ktwizard.errors import BadInput, KtwizardError
 
 
 def _json(value) -> int:
@@ -78,17 +78,29 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_reset(args: argparse.Namespace) -> int:
-    """Remove by name, never reading the files: a damaged one goes by its id."""
-    from ktwizard.bench.calibration_store import files, find
+    """Remove by name, never reading the files: a damaged one goes by its id; --all removes every file (uncapped)
+    and says how many it could not."""
+    from ktwizard.bench.calibration_store import all_files, find
 
     if bool(args.id) == bool(args.all):
         raise BadInput("ktwizard calibration reset ID (ktwizard calibration list) or --all")
-    paths = files() if args.all else find(args.id)
+    paths = all_files() if args.all else find(args.id)
     if args.id and not paths:
         raise BadInput(f"{args.id}: no calibration of that id (ktwizard calibration list shows them)")
+    removed, failed = 0, []
     for p in paths:
-        p.unlink(missing_ok=True)
-    print(f"removed {len(paths)} calibration(s): later plans are forecast from the terms alone", file=sys.stderr)
+        try:
+            p.unlink()
+            removed += 1
+        except FileNotFoundError:
+            removed += 1  # gone already (another reset): what was asked holds
+        except OSError as exc:
+            failed.append(exc.strerror or type(exc).__name__)
+    if failed:
+        raise KtwizardError(
+            f"removed {removed} of {len(paths)} calibration(s); {len(failed)} could not be removed ({failed[0]})"
+        )
+    print(f"removed {removed} calibration(s): later plans are forecast from the terms alone", file=sys.stderr)
     return 0
 
 

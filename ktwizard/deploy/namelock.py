@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from ktwizard.errors import BadInput
 
@@ -23,9 +24,7 @@ def launch_lock(name: str) -> Iterator[None]:
     from ktwizard.deploy import records
     from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
 
-    path = records.STORE.path(name, "").with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    fd = _open(records.STORE.path(name, "").with_suffix(".lock"))
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -48,3 +47,32 @@ def launch_lock(name: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock; the file stays (unlinking it would race a third launch)
+
+
+@contextlib.contextmanager
+def stop_lock(name: str) -> Iterator[bool]:
+    """One stop of `name` at a time: a second waits for the first (a stop ends within its grace period) and is told
+    whether it waited, so it can say the server was already stopped instead of stopping it again. Apart from the
+    launch lock, which an attached launch holds for the server's whole life."""
+    from ktwizard.deploy import records
+
+    try:
+        fd = _open(records.STORE.path(name, "").with_suffix(".stopping"))
+    except OSError:  # a state folder that cannot be written: a container is still stopped, unserialised
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            waited = False
+        except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            waited = True
+        yield waited
+    finally:
+        os.close(fd)
+
+
+def _open(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)

@@ -54,9 +54,13 @@ def load(name: str) -> Deployment | None:
     return STORE.load(name)
 
 
-def no_deployment(name: str) -> BadInput:
+class NoDeployment(BadInput):
+    """A name nothing answers to: no record, no labelled process, no labelled container."""
+
+
+def no_deployment(name: str) -> NoDeployment:
     """The one line for a name nothing answers to, in every command."""
-    return BadInput(f"{name}: no deployment of that name (ktwizard ps lists them)")
+    return NoDeployment(f"{name}: no deployment of that name (ktwizard ps lists them)")
 
 
 def names() -> list[str]:

@@ -10,13 +10,29 @@ def stop_deployment(name: str, timeout: int = 30) -> str:
 
     The labels are the truth and the record a cache: an unreadable record still finds the container labelled with
     the name and the native processes carrying it in their environment; a native record's PID is signalled only
-    while it is still the process ktwizard started (procid.still_ours)."""
+    while it is still the process ktwizard started (procid.still_ours).
+
+    One stop of a name at a time (namelock.stop_lock): of several at once, one stops the server and the others,
+    having waited for it, find nothing left and say it was already stopped (all of them said "stopped")."""
     from ktwizard.deploy import records
-    from ktwizard.deploy.native_proc import stop_labelled, stop_owned
-    from ktwizard.deploy.procid import DEPLOYMENT_ENV
+    from ktwizard.deploy.namelock import stop_lock
     from ktwizard.render.names import check_name
 
     check_name(name)
+    with stop_lock(name) as waited:
+        try:
+            return _stop(name, timeout)
+        except records.NoDeployment:
+            if waited:
+                return f"{name}: already stopped (by another ktwizard stop, which this one waited for)"
+            raise
+
+
+def _stop(name: str, timeout: int) -> str:
+    from ktwizard.deploy import records
+    from ktwizard.deploy.native_proc import stop_labelled, stop_owned
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV
+
     corrupt = False
     try:
         rec = records.load(name)

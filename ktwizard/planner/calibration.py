@@ -93,11 +93,12 @@ def check(cal: Calibration, where: str) -> Calibration:
     if (
         isinstance(f, bool)
         or not isinstance(f, int | float)
-        or not math.isfinite(f)
+        or (isinstance(f, float) and not math.isfinite(f))  # an int is finite, and may be past a float's range
         or not MIN_FACTOR <= f <= MAX_FACTOR
     ):
+        shown = repr(f) if len(repr(f)) <= 40 else f"{repr(f)[:20]}... ({len(repr(f))} characters)"
         raise BadInput(
-            f"{where}: decode factor {f!r} is not a finite ratio between {MIN_FACTOR} and {MAX_FACTOR}; "
+            f"{where}: decode factor {shown} is not a finite ratio between {MIN_FACTOR} and {MAX_FACTOR}; "
             f"ktwizard calibration reset {cal.key.id} removes it"
         )
     if not isinstance(cal.rows, int) or cal.rows < 1 or cal.key.gpu_experts < 0 or cal.key.tp < 1:

@@ -170,3 +170,102 @@ def test_calibration_show_prints_its_file_name_without_escapes(tmp_path, monkeyp
     assert path.name in out.stdout  # the name is shown, its escapes are not
     listed = _cli(tmp_path, "calibration", "list")
     assert "\x1b" not in listed.stdout + listed.stderr
+
+
+@pytest.mark.parametrize("count", [1001, 1500])
+def test_reset_all_removes_every_file_and_says_so(tmp_path, monkeypatch, count):
+    from ktwizard.bench.calibration_store import folder
+
+    text = _calibration(tmp_path, monkeypatch).read_text()
+    for i in range(count - 1):
+        (folder() / f"h--m--{i:012x}.json").write_text(text)
+    assert len(list(folder().glob("*.json"))) == count
+    out = _cli(tmp_path, "calibration", "reset", "--all")
+    assert out.returncode == 0, out.stderr
+    assert list(folder().glob("*.json")) == []  # before: 1,000 removed, the rest kept
+    assert f"removed {count} " in out.stderr
+
+
+def test_reset_all_that_cannot_remove_an_entry_says_so(tmp_path, monkeypatch):
+    """An entry reset cannot remove (a folder named like a calibration): exit 1 and how many stayed, never
+    "removed N"; the files it could remove are gone."""
+    from ktwizard.bench.calibration_store import folder
+
+    _calibration(tmp_path, monkeypatch)
+    stuck = folder() / "h--m--0000000000ff.json"
+    (stuck / "inside").mkdir(parents=True)
+    listed = _cli(tmp_path, "calibration", "list")
+    assert listed.returncode == 0 and "0000000000ff" in listed.stdout and "DAMAGED" in listed.stdout
+    out = _cli(tmp_path, "calibration", "reset", "--all")
+    assert out.returncode == 1 and "removed 1 of 2" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    assert [p.name for p in folder().glob("*.json")] == [stuck.name]
+
+
+@pytest.mark.parametrize(
+    "factor", ["1" + "0" * 4000, "-" + "9" * 400, "1" + "0" * 310], ids=["10**4000", "-10**400", "10**310"]
+)
+def test_a_factor_past_a_float_is_a_damaged_calibration(tmp_path, monkeypatch, factor):
+    """10**4000 crashed `calibration list` and every later plan for that host and model (OverflowError)."""
+    path = _calibration(tmp_path, monkeypatch)
+    path.write_text(path.read_text().replace('"decode": 1.1', f'"decode": {factor}'))
+    listed = _cli(tmp_path, "calibration", "list")
+    assert listed.returncode == 0 and "DAMAGED" in listed.stdout and "Traceback" not in listed.stderr, listed.stderr
+    out = _cli(tmp_path, "plan", "--preset", PRESET, "--host", HOST)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-800:]
+    (line,) = out.stderr.strip().splitlines()
+    assert "calibration reset" in line and len(line) < 600
+
+
+def test_the_calibration_check_takes_an_integer_past_a_float():
+    from ktwizard.errors import BadInput
+    from ktwizard.planner.calibration import Calibration, CalibrationKey, check
+
+    key = CalibrationKey("h", "m", "AMXINT4", 0, "uniform", 1, "img")
+    for huge in (10**4000, -(10**4000)):
+        with pytest.raises(BadInput, match="not a finite ratio") as exc:
+            check(Calibration(key, huge, "d", "2026-01-01", 1), "here")
+        assert len(exc.value.message) < 300
+
+
+# --- four simultaneous stops of one name ---
+
+
+def test_of_simultaneous_stops_of_one_name_one_stops_it(tmp_path):
+    """The server ignores SIGTERM, so the stop that signals it holds on for its grace period: the others, started
+    with it, found the record too and all said "stopped". Now one says so; each other one waited for it and says it
+    was already stopped (or, had it started after, that there is no such deployment)."""
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, start_ticks
+    from ktwizard.serial import dump_json
+
+    env = {**os.environ, DEPLOYMENT_ENV: "srv"}
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True); time.sleep(120)"
+    server = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True, stdout=subprocess.PIPE)
+    try:
+        assert server.stdout is not None and server.stdout.readline()  # SIGTERM is ignored from here on
+        folder = tmp_path / "state" / "ktwizard" / "deployments"
+        folder.mkdir(parents=True)
+        rec = _deployment("srv", pid=server.pid)
+        (folder / "srv.json").write_text(
+            dump_json({**json.loads(dump_json(rec)), "pid_start": start_ticks(server.pid)})
+        )
+        run_env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"), "DOCKER_HOST": "unix:///nonexistent/d"}
+        stops = [
+            subprocess.Popen(
+                [sys.executable, "-m", "ktwizard", "stop", "srv", "--timeout", "5"],
+                env=run_env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        said = [(p.wait(60), p.communicate()[1].strip()) for p in stops]
+        assert server.wait(10) is not None
+        stopped = [s for _, s in said if s.startswith("stopped srv")]
+        assert len(stopped) == 1, said  # before: four
+        for rc, text in said:
+            assert "Traceback" not in text
+            assert text in stopped or (rc == 0 and "already stopped" in text) or (rc == 2 and "no deployment" in text)
+    finally:
+        server.kill()
+        server.wait()
