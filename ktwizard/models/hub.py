@@ -9,6 +9,7 @@ read has a deadline, so a slow or hostile endpoint cannot hang the planner.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import struct
@@ -20,11 +21,12 @@ from urllib.parse import quote
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.models.config import with_hf_quant_config
 from ktwizard.models.inspect import HF_QUANT, MAX_INDEX, MAX_JSON, MAX_SHARDS, Inspection, assess, shard_names
-from ktwizard.models.safetensors import MAX_HEADER, parse_header
+from ktwizard.models.safetensors import MAX_HEADER, TOO_LONG, parse_header
 
 PREFIX = "hf:"
-_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-_REV = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
+# matched whole (fullmatch): `$` would let a trailing newline through into the URL
+_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+_REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
 TIMEOUT_S = 15.0  # one request
 DEADLINE_S = 300.0  # the whole read (a 160-shard checkpoint is ~330 small requests)
 RATE_PROBE = 8 * 2**20  # bytes of the largest shard fetched to measure the download rate
@@ -61,25 +63,37 @@ class RemoteCheckpoint:
 def parse_ref(text: str) -> HubRef:
     body = text[len(PREFIX) :] if text.startswith(PREFIX) else text
     repo, _, rev = body.partition("@")
-    if not _REPO.match(repo) or ".." in repo:
+    if not _REPO.fullmatch(repo) or ".." in repo:
         raise BadInput(f"--model {text[:120]!r}: write hf:ORG/NAME or hf:ORG/NAME@REVISION")
-    if rev and (not _REV.match(rev) or ".." in rev):
+    if rev and (not _REV.fullmatch(rev) or ".." in rev):
         raise BadInput(f"--model {text[:120]!r}: the revision must be a branch, tag or commit id")
     return HubRef(repo, rev or "main")
 
 
 def _endpoint() -> str:
+    """HF_ENDPOINT checked as --url is, before huggingface_hub is imported: it parses the variable at import time
+    and raises a bare ValueError on a port `abc` or an unclosed `[`."""
     import os
 
+    from ktwizard.inputs import parse_url
+
+    if os.environ.get("HF_ENDPOINT"):
+        return parse_url(os.environ["HF_ENDPOINT"], "HF_ENDPOINT")
     from huggingface_hub import constants
 
-    return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+    return constants.ENDPOINT.rstrip("/")
 
 
 def _headers() -> dict[str, str]:
-    from huggingface_hub.utils import build_hf_headers
+    """The token huggingface_hub finds (HF_TOKEN, the CLI login) and our name. Not build_hf_headers: for its
+    user agent it first GETs {endpoint}/api/agent-harnesses through a client of its own, with only a per-read
+    timeout, so an endpoint that drips its answer held the planner there."""
+    from huggingface_hub.utils import get_token
 
-    return dict(build_hf_headers(library_name="ktwizard"))
+    from ktwizard import __version__
+
+    token = get_token()
+    return {"user-agent": f"ktwizard/{__version__}", **({"authorization": f"Bearer {token}"} if token else {})}
 
 
 class _Session:
@@ -90,7 +104,9 @@ class _Session:
 
         self.ref = ref
         self.end = time.monotonic() + deadline_s
-        self.client = httpx.Client(headers=_headers(), timeout=httpx.Timeout(TIMEOUT_S), follow_redirects=True)
+        from ktwizard.httpcap import client
+
+        self.client = client(headers=_headers(), timeout=httpx.Timeout(TIMEOUT_S), follow_redirects=True)
 
     def close(self) -> None:
         self.client.close()
@@ -103,12 +119,18 @@ class _Session:
         byte_range: tuple[int, int] | None = None,
         arrivals: list[tuple[float, int]] | None = None,
     ) -> bytes:
-        """The body (or the range asked for); `arrivals` collects (monotonic time, bytes so far) per chunk."""
+        """The body (or the range asked for); `arrivals` collects (monotonic time, bytes so far) per chunk. The
+        answer's headers (every redirect's too) must come within TIMEOUT_S, the whole of it by the session's end."""
         import httpx
+
+        from ktwizard.httpcap import until
 
         headers = {"Range": f"bytes={byte_range[0]}-{byte_range[1]}"} if byte_range else {}
         try:
-            with self.client.stream("GET", url, headers=headers) as resp:
+            with until(self.end), contextlib.ExitStack() as stack:
+                with until(time.monotonic() + TIMEOUT_S):
+                    resp = self.client.send(self.client.build_request("GET", url, headers=headers), stream=True)
+                stack.callback(resp.close)
                 if resp.status_code >= 400:
                     self._refuse(resp.status_code, resp.headers.get("X-Error-Code", ""), what)
                 body = bytearray()
@@ -122,10 +144,14 @@ class _Session:
                         raise BadInput(f"{self.ref.text}: {what} is larger than {cap >> 20} MiB")
                     if time.monotonic() > self.end:
                         raise HubUnreachable(f"{self.ref.text}: the Hub did not finish answering in time")
-                return bytes(body[: byte_range[1] - byte_range[0] + 1] if byte_range else body)
+                if byte_range and len(body) > byte_range[1] - byte_range[0] + 1:
+                    del body[byte_range[1] - byte_range[0] + 1 :]  # in place: a header is not copied twice
+                return bytes(body)
         except httpx.TimeoutException:
+            if time.monotonic() >= self.end:
+                raise HubUnreachable(f"{self.ref.text}: the Hub did not finish answering in time") from None
             raise HubUnreachable(f"{self.ref.text}: the Hub did not answer within {TIMEOUT_S:.0f} s") from None
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:  # InvalidURL: HF_ENDPOINT's port `abc`; not an HTTPError
             raise HubUnreachable(
                 f"{self.ref.text}: cannot reach the Hub ({_endpoint()}): {type(exc).__name__}; offline? plan from a "
                 "local folder with --model DIR, or a --preset"
@@ -169,22 +195,26 @@ def _sizes(info: Any, ref: HubRef) -> dict[str, int]:
     out = {}
     for s in siblings[: MAX_SHARDS * 4]:
         if isinstance(s, dict) and isinstance(s.get("rfilename"), str):
-            size = s.get("size") or (s.get("lfs") or {}).get("size") or 0
+            lfs = s.get("lfs")
+            size = s.get("size") or (lfs.get("size") if isinstance(lfs, dict) else 0) or 0
             out[s["rfilename"]] = int(size) if isinstance(size, int) and size >= 0 else 0
     return out
 
 
 def read_remote(text: str, measure_rate: bool = True) -> RemoteCheckpoint:
     """config.json, the index and every shard header of hf:ORG/NAME[@REV], without downloading the weights."""
+    ref = parse_ref(text)
+    _endpoint()  # a bad HF_ENDPOINT is bad input before huggingface_hub reads it
     from huggingface_hub import constants
 
-    ref = parse_ref(text)
     if constants.HF_HUB_OFFLINE:
         raise HubUnreachable(f"{ref.text}: HF_HUB_OFFLINE is set; plan from a local folder (--model DIR) or a --preset")
     s = _Session(ref)
     try:
         api = f"{_endpoint()}/api/models/{ref.repo}/revision/{quote(ref.revision, safe='')}?blobs=true"
         info = _json(s.get(api, MAX_INDEX, "the repository"), "the repository listing", ref)
+        if not isinstance(info, dict):
+            raise BadInput(f"{ref.text}: the Hub's answer is not a repository listing")
         commit = str(info.get("sha") or ref.revision)
         if not re.fullmatch(r"[0-9a-f]{40}", commit):
             commit = ref.revision
@@ -214,7 +244,9 @@ def read_remote(text: str, measure_rate: bool = True) -> RemoteCheckpoint:
         for name in names:
             url = s.file_url(commit, name)
             (n,) = struct.unpack("<Q", s.get(url, 8, f"{name}'s header length", (0, 7)).ljust(8, b"\0"))
-            if n == 0 or n > MAX_HEADER or (sizes.get(name) and n > sizes[name] - 8):
+            if n > MAX_HEADER:  # refused before any of it is fetched
+                raise BadInput(f"{ref.text}: {name}: {TOO_LONG.format(n=n)}")
+            if n == 0 or (sizes.get(name) and n > sizes[name] - 8):
                 raise BadInput(f"{ref.text}: {name} does not start with a safetensors header")
             raw = s.get(url, n, f"{name}'s header", (8, 8 + n - 1))
             headers.append(parse_header(raw, f"{ref.text}/{name}", sizes.get(name) or 8 + n, n))

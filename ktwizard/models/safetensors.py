@@ -11,8 +11,13 @@ from pathlib import Path
 from ktwizard.errors import BadInput
 from ktwizard.models.formats import DTYPE_BYTES
 
-# Real headers are a few MB even for 600 GB checkpoints; a larger length means a corrupt or foreign file.
-MAX_HEADER = 512 * 1024 * 1024
+# What real checkpoints need: a tensor's entry is ~130 bytes ({"dtype", "shape", "data_offsets"} under a name like
+# model.layers.60.mlp.experts.255.down_proj.weight_scale_2), so the densest published checkpoint, the NVFP4
+# DeepSeek-R1 (~190k tensors in 413 GB; benchmarks/results/nvfp4-r1-layout.json), needs ~3 MB for a 50 GB shard
+# (the Hub's largest file) and ~25 MB were all of it one file. 32 MiB parses in ~80 MB more memory; the 512 MiB
+# allowed before made a 400 MiB header 4 GB of memory (issue 54). The safetensors library itself stops at 100 MB.
+MAX_HEADER = 32 * 2**20
+TOO_LONG = "header length {n} is more than the 32 MiB real checkpoints need; not a safetensors file"
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ def read_header(path: Path) -> Header:
                 "not safetensors"
             )
         if n > MAX_HEADER:
-            raise BadInput(f"{path}: header length {n} is implausible; not a safetensors file")
+            raise BadInput(f"{path}: {TOO_LONG.format(n=n)}")
         raw = fh.read(n)
     return parse_header(raw, str(path), size, n)
 
