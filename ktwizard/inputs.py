@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ktwizard.errors import BadInput
+from ktwizard.urlauth import parse_url  # noqa: F401  (the URL check lives beside the credential rules)
 
 if TYPE_CHECKING:  # the value parsers below serve every command; models and the planner load where they are used
     from ktwizard.host.profile import HostProfile
@@ -196,24 +197,6 @@ def parse_seconds(text: str, flag: str, low: float = 0.1, high: float = 86400.0)
     if not math.isfinite(value) or not low <= value <= high:
         raise BadInput(f"{flag} {text}: give {low:g} to {high:g} seconds")
     return value
-
-
-def parse_url(text: str, flag: str = "--url") -> str:
-    """An http(s) URL of a server: scheme, host and optional port, nothing that would surprise httpx."""
-    from urllib.parse import urlsplit
-
-    from ktwizard.textsafe import url_shown
-    from ktwizard.urlauth import strip_credentials
-
-    try:  # an unclosed [ raises here, and the port property raises on a port that is not a number
-        parts = urlsplit(text.strip())
-        scheme, port, host = parts.scheme, parts.port, parts.hostname
-    except ValueError:
-        scheme, port, host = "", -1, None
-    odd = any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text.strip())
-    if odd or scheme not in ("http", "https") or not host or port == -1 or len(text) > 2048:
-        raise BadInput(f"{flag} {url_shown(text)!r}: give the server's base URL, such as http://127.0.0.1:30000")
-    return strip_credentials(text.strip()).rstrip("/")
 
 
 def parse_gpus(text: str | None) -> tuple[int, ...] | None:

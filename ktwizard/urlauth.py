@@ -55,3 +55,21 @@ def headers_for(url: str, headers: dict[str, str] | None = None) -> dict[str, st
     if basic and not any(k.lower() == "authorization" for k in out):
         out["Authorization"] = basic
     return out
+
+
+def parse_url(text: str, flag: str = "--url") -> str:
+    """An http(s) URL of a server: scheme, host and optional port, nothing that would surprise httpx."""
+    from urllib.parse import urlsplit
+
+    from ktwizard.errors import BadInput
+    from ktwizard.textsafe import url_shown
+
+    try:  # an unclosed [ raises here, and the port property raises on a port that is not a number
+        parts = urlsplit(text.strip())
+        scheme, port, host = parts.scheme, parts.port, parts.hostname
+    except ValueError:
+        scheme, port, host = "", -1, None
+    odd = any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text.strip())
+    if odd or scheme not in ("http", "https") or not host or port == -1 or len(text) > 2048:
+        raise BadInput(f"{flag} {url_shown(text)!r}: give the server's base URL, such as http://127.0.0.1:30000")
+    return strip_credentials(text.strip()).rstrip("/")

@@ -54,6 +54,7 @@ def download(
     free: Callable[[Path], int | None] | None = None,
 ) -> Downloaded:
     from ktwizard.models import download as dl
+    from ktwizard.models.completeness import COMPLETE, PENDING
     from ktwizard.models.hub import parse_ref
     from ktwizard.units import human
 
@@ -63,7 +64,7 @@ def download(
     where = Path(folder).expanduser() if folder else default_folder(ref.repo)
     if where.exists() and not where.is_dir():
         raise BadInput(f"--dir {where}: not a folder")
-    done = (where / dl.COMPLETE).exists() and dl.is_complete(where, m)
+    done = (where / COMPLETE).exists() and dl.is_complete(where, m)
     if done:
         say(f"{where}: already complete ({len(m.files)} files, {human(m.total)}, {ref.repo}@{m.commit[:12]})")
         return Downloaded(where, ref.repo, m.commit, len(m.files), m.total, 0)
@@ -71,8 +72,8 @@ def download(
     dl.check_disk(where, need, plan_bytes or m.total, free or dl.free_bytes)
     where.mkdir(parents=True, exist_ok=True)
     # Pending before the first byte, the old completion marker gone: a half-done folder never reads as complete
-    dl.write_json_atomic(where / dl.PENDING, m.to_json())
-    (where / dl.COMPLETE).unlink(missing_ok=True)
+    dl.write_json_atomic(where / PENDING, m.to_json())
+    (where / COMPLETE).unlink(missing_ok=True)
     say(f"{ref.repo}@{m.commit[:12]}: {len(m.files)} files, {human(need)} to fetch of {human(m.total)}, into {where}")
     dl.fetch(where, m, progress)
     bad = dl.verify(where, m)
@@ -85,7 +86,7 @@ def download(
             f"{where}: {len(bad)} file(s) failed verification after a second download ({bad[0]}); they were removed "
             "and the folder stays incomplete"
         )
-    dl.write_json_atomic(where / dl.COMPLETE, {**m.to_json(), "verified": "size, and sha256 for LFS files"})
-    (where / dl.PENDING).unlink(missing_ok=True)
+    dl.write_json_atomic(where / COMPLETE, {**m.to_json(), "verified": "size, and sha256 for LFS files"})
+    (where / PENDING).unlink(missing_ok=True)
     say(f"{where}: complete and verified ({len(m.files)} files, {human(m.total)})")
     return Downloaded(where, ref.repo, m.commit, len(m.files), m.total, need)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import TextIO
 
+from ktwizard.app.kept import keep
 from ktwizard.deploy.launch import LaunchOptions, ServerProcess
 from ktwizard.deploy.peak import PeakReport
 from ktwizard.deploy.records import Deployment
@@ -65,17 +66,6 @@ def runs_natively(runner: str) -> tuple[bool, str]:
     if engine.reachable:
         return False, ""
     return True, f"no Docker engine here ({engine.reason}): launching natively (python -m sglang.launch_server)"
-
-
-def keep(name: str, kind: str, value: object, out: TextIO = sys.stderr) -> None:
-    """Keep the plan or the peak report beside the record; a failure only warns (the server runs)."""
-    from ktwizard.deploy.records import save_extra
-    from ktwizard.serial import dump_json
-
-    try:
-        save_extra(name, kind, dump_json(value))
-    except OSError as exc:
-        print(f"warning: could not keep the {kind} of {name} ({exc.strerror or exc})", file=out)
 
 
 @contextlib.contextmanager

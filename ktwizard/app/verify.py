@@ -80,7 +80,7 @@ def verify_launched(plan, name: str, url: str, timeout_s: float, progress=None) 
 
 
 def keep(name: str, report: Report) -> None:
-    from ktwizard.app.launch import keep as keep_extra
+    from ktwizard.app.kept import keep as keep_extra
 
     keep_extra(name, "verify", report)
 

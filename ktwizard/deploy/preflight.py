@@ -19,7 +19,7 @@ def check_weights(plan: Plan) -> None:
         )
     if not path.is_dir():
         raise BadInput(f"--weights {path}: no such folder")
-    from ktwizard.models.download import incomplete_reason
+    from ktwizard.models.completeness import incomplete_reason
 
     unfinished = incomplete_reason(path)
     if unfinished is not None:

@@ -23,11 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ktwizard.errors import BadInput, KtwizardError
+from ktwizard.models.completeness import HF_META, read_marker, size_on_disk
 from ktwizard.models.hub import HubRef, HubUnreachable
 
-COMPLETE = ".ktwizard-complete.json"  # written last, atomically, after every file is verified
-PENDING = ".ktwizard-download.json"  # written before the first byte; removed when COMPLETE is written
-HF_META = Path(".cache") / "huggingface"  # huggingface_hub's local-dir metadata (and .incomplete parts)
 DISK_MARGIN = 1.02  # filesystem blocks and hf's metadata files beside the bytes (planner/weights.py uses the same)
 # The small files beside the shards that sglang and the tokenizer read: configs, tokenizer, chat template, remote code
 SIDE_FILES = ("*.json", "*.py", "*.jinja", "*.model", "*.tiktoken", "*.txt", "tokenizer*")
@@ -170,47 +168,13 @@ def _json(raw: bytes, ref: HubRef) -> Any:
         raise BadInput(f"{ref.text}: {INDEX} is not JSON") from None
 
 
-def read_marker(folder: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads((folder / COMPLETE).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and isinstance(data.get("files"), list) else None
-
-
 def is_complete(folder: Path, m: Manifest) -> bool:
     """The marker names this commit and every file is on disk at its size (a cheap check; hashes were checked once)."""
     data = read_marker(folder)
     if data is None or data.get("repo") != m.repo or data.get("commit") != m.commit:
         return False
     done = {f.get("path"): f.get("size") for f in data["files"] if isinstance(f, dict)}
-    return all(done.get(f.path) == f.size and _size(folder / f.path) == f.size for f in m.files)
-
-
-def incomplete_reason(folder: Path) -> str | None:
-    """Why a checkpoint folder must not be planned or launched as if it were complete, or None.
-
-    A folder ktwizard (or `hf download`) has begun and not finished: our pending marker without the completion
-    marker, or huggingface_hub's .incomplete parts; and a completed folder whose files changed size since."""
-    data = read_marker(folder)
-    if data is not None:
-        for f in data["files"]:
-            if isinstance(f, dict) and isinstance(f.get("path"), str) and _size(folder / f["path"]) != f.get("size"):
-                return f"{f['path']} is not the size the download verified; run ktwizard download again to repair it"
-        return None
-    if (folder / PENDING).exists():
-        return "its download did not finish; run the same ktwizard download command to resume it"
-    parts = folder / HF_META / "download"
-    if parts.is_dir() and next(parts.rglob("*.incomplete"), None) is not None:
-        return "a download into it did not finish (huggingface_hub's .incomplete parts are there); resume it"
-    return None
-
-
-def _size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size if path.is_file() else None
-    except OSError:
-        return None
+    return all(done.get(f.path) == f.size and size_on_disk(folder / f.path) == f.size for f in m.files)
 
 
 def missing_bytes(folder: Path, m: Manifest) -> int:
@@ -218,7 +182,7 @@ def missing_bytes(folder: Path, m: Manifest) -> int:
     parts = folder / HF_META / "download"
     left = 0
     for f in m.files:
-        if _size(folder / f.path) == f.size:
+        if size_on_disk(folder / f.path) == f.size:
             continue
         done = sum(p.stat().st_size for p in parts.glob(f"{f.path}.*.incomplete")) if parts.is_dir() else 0
         left += max(0, f.size - done)
@@ -264,7 +228,7 @@ def verify(folder: Path, m: Manifest) -> list[str]:
     bad = []
     for f in m.files:
         path = folder / f.path
-        size = _size(path)
+        size = size_on_disk(path)
         if size != f.size:
             bad.append(f"{f.path}: {size if size is not None else 'no file'} bytes, the Hub lists {f.size}")
         elif f.sha256 and sha256_of(path) != f.sha256:

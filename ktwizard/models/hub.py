@@ -75,7 +75,7 @@ def _endpoint() -> str:
     and raises a bare ValueError on a port `abc` or an unclosed `[`."""
     import os
 
-    from ktwizard.inputs import parse_url
+    from ktwizard.urlauth import parse_url
 
     if os.environ.get("HF_ENDPOINT"):
         return parse_url(os.environ["HF_ENDPOINT"], "HF_ENDPOINT")

@@ -135,7 +135,7 @@ def inspect_checkpoint(folder: str | Path) -> Inspection:
     folder = Path(folder)
     if not folder.is_dir():
         raise BadInput(f"--model {folder}: no such folder")
-    from ktwizard.models.download import incomplete_reason
+    from ktwizard.models.completeness import incomplete_reason
 
     unfinished = incomplete_reason(folder)
     if unfinished is not None:  # a half-downloaded checkpoint is never planned as if it were whole
