@@ -221,7 +221,7 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
                     wrong.append(f"{case['id']}: {name} {value} rendered, the runtime settles on {kept}")
             mem, job = got.get("memory") or {}, case["memory"] or {}
             checked += bool(mem)
-            if mem.get("reservation", 0) > job["ledger_kept"]:
+            if mem and mem["reservation"] > job["ledger_kept"]:
                 # every reservation the runtime makes is memory the ledger keeps for it
                 wrong.append(
                     f"{case['id']}: the runtime reserves {mem['reservation']} B, the ledger {job['ledger_kept']} B"
@@ -229,7 +229,7 @@ def test_every_rendering_passes_the_runtimes_own_start_up_checks(tmp_path):
             if mem and mem["rest"] < job["ledger_pool"]:
                 # the pool the runtime would size from the rendered --mem-fraction-static is the one the plan promises
                 wrong.append(f"{case['id']}: the runtime's profile leaves {mem['rest']} B of {job['ledger_pool']} B")
-            if mem.get("full_tokens") is not None and mem["full_tokens"] != flags.get("--max-total-tokens"):
+            if mem and mem["full_tokens"] is not None and mem["full_tokens"] != flags.get("--max-total-tokens"):
                 wrong.append(f"{case['id']}: DSv4 pool {mem['full_tokens']}, planned {flags.get('--max-total-tokens')}")
             if (
                 "--expert-distribution-recorder-buffer-size" in flags
