@@ -24,9 +24,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not args.target:
         raise BadInput("verify: give a deployment NAME (ktwizard ps) or the server's URL")
     as_json = args.format == "json"
-    report = verify(
-        args.target, args.check_timeout, None if as_json else show_progress(), key_file=args.api_key_file
-    )
+    report = verify(args.target, args.check_timeout, None if as_json else show_progress(), key_file=args.api_key_file)
     if as_json:
         from ktwizard.serial import dump_json
 
@@ -35,7 +33,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         failed = report.failed
         print(
             f"{report.url}: every check passed" if not failed
-            else f"{report.url}: {len(failed)} of {len(report.verdicts)} checks failed ({', '.join(v.name for v in failed)})",
+            else f"{report.url}: {len(failed)} of {len(report.verdicts)} checks failed "
+            f"({', '.join(v.name for v in failed)})",
             file=sys.stderr,
         )  # fmt: skip
     return 0 if report.passed else 1
@@ -55,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verify",
         help="check a running server answers right (short and long prompts), calls tools and reasons through its "
         "parsers; exit 1 when a check fails",
-        epilog="examples:\n  ktwizard verify ktwizard-kimi-k2.7-code\n  ktwizard verify http://127.0.0.1:30000 --format json",
+        epilog="examples:\n  ktwizard verify ktwizard-kimi-k2.7-code\n"
+        "  ktwizard verify http://127.0.0.1:30000 --format json",
     )
     add_target(v)
     v.add_argument("--format", choices=("text", "json"), default="text", help="json: the report for scripts")

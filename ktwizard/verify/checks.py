@@ -90,7 +90,7 @@ def long_context(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
         chat_template_kwargs=NO_THINKING,
     )
     content = _answer(_message(data).get("content") or "", spec)
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage: dict = data["usage"] if isinstance(data.get("usage"), dict) else {}
     seen = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
     where = f"a {seen or tokens}-token prompt" + (f" (layerwise threshold {spec.threshold})" if spec.threshold else "")
     if not re.search(ask.pattern, content, re.I):
@@ -113,7 +113,6 @@ def long_context(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
 
 
 def _openai(spec: Spec, timeout: float) -> Any:
-    import httpx
     from openai import OpenAI
 
     auth = spec.headers.get("Authorization", "")
@@ -125,7 +124,6 @@ def _openai(spec: Spec, timeout: float) -> Any:
         timeout=timeout,
         max_retries=0,
         default_headers=other,
-        http_client=httpx.Client(timeout=timeout, trust_env=False),
     )
 
 
@@ -140,7 +138,7 @@ def _tool_hint(spec: Spec) -> str:
 
 
 def _args_ok(name: str | None, arguments: str | None, city: str) -> str:
-    """"" when the call is right, else why not."""
+    """ "" when the call is right, else why not."""
     if name != "get_weather":
         return f"called {name!r}, not 'get_weather'"
     try:
@@ -241,9 +239,7 @@ def tool_call_stream(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
 
 def reasoning(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
     ask = prompts.reasoning_sum(rng)
-    msg = _message(
-        _chat(spec, [{"role": "user", "content": ask.prompt}], timeout, chat_template_kwargs=THINKING)
-    )
+    msg = _message(_chat(spec, [{"role": "user", "content": ask.prompt}], timeout, chat_template_kwargs=THINKING))
     content, thought = msg.get("content") or "", msg.get("reasoning_content") or ""
     parser = spec.reasoning_parser
     if parser in INLINE_REASONING:

@@ -27,4 +27,3 @@ class Report:
     @property
     def failed(self) -> tuple[Verdict, ...]:
         return tuple(v for v in self.verdicts if not v.passed)
-

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 
 import pytest
@@ -13,8 +14,6 @@ from conftest import TESTS
 
 from ktwizard.verify.runner import run_checks
 from ktwizard.verify.spec import Spec
-
-import sys
 
 sys.path.insert(0, str(TESTS / "standin"))
 from inprocess import standin  # noqa: E402

@@ -27,7 +27,9 @@ def answer(body: dict) -> Reply | None:
     tools = [t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)]
     if m := re.search(r"weather in (\w+) right now, in (\w+)", text):
         if "get_weather" in tools:
-            return Reply("", "The user wants the weather: I call get_weather.", ("get_weather", {"city": m[1], "unit": m[2]}))
+            return Reply(
+                "", "The user wants the weather: I call get_weather.", ("get_weather", {"city": m[1], "unit": m[2]})
+            )
         return Reply(f"I cannot look up the weather in {m[1]}.")
     if m := re.match(r"Repeat this phrase exactly, and nothing else: (.+)$", text):
         return Reply(m[1].strip(), "The user wants the phrase back.")

@@ -50,7 +50,9 @@ def _stub_absent(names: tuple[str, ...]) -> None:
 
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path, target=None):
-            return importlib.machinery.ModuleSpec(name, self, is_package=True) if name.split(".")[0] in missing else None
+            return (
+                importlib.machinery.ModuleSpec(name, self, is_package=True) if name.split(".")[0] in missing else None
+            )
 
         def create_module(self, spec):
             m = Module(spec.name)
@@ -173,7 +175,9 @@ class Converter:
         expected = json.dumps(arr[i].get("arguments", {}), ensure_ascii=False)
         rest = expected.replace(sent[i], "", 1) if sent[i] in expected else ""
         if rest:
-            out.calls.append({"index": i, "id": None, "type": "function", "function": {"name": None, "arguments": rest}})
+            out.calls.append(
+                {"index": i, "id": None, "type": "function", "function": {"name": None, "arguments": rest}}
+            )
         return out
 
     # --- the stand-in's own conversion (no runtime) ----------------------------------------------------------------

@@ -20,32 +20,48 @@ def _j(args: dict) -> str:
 
 
 TOOL: dict[str, Callable[[str, dict], str]] = {
-    "kimi_k2": lambda n, a: "<|tool_calls_section_begin|><|tool_call_begin|>functions."
-    f"{n}:0<|tool_call_argument_begin|>{_j(a)}<|tool_call_end|><|tool_calls_section_end|>",
+    "kimi_k2": lambda n, a: (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions."
+        f"{n}:0<|tool_call_argument_begin|>{_j(a)}<|tool_call_end|><|tool_calls_section_end|>"
+    ),
     "qwen25": lambda n, a: f'<tool_call>\n{{"name": "{n}", "arguments": {_j(a)}}}\n</tool_call>',
-    "qwen3_coder": lambda n, a: f"<tool_call>\n<function={n}>\n"
-    + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in a.items())
-    + "</function>\n</tool_call>",
-    "glm45": lambda n, a: f"<tool_call>{n}\n"
-    + "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n" for k, v in a.items())
-    + "</tool_call>",
-    "glm47": lambda n, a: f"<tool_call>{n}"
-    + "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
-    + "</tool_call>",
-    "deepseekv3": lambda n, a: "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
-    f"{n}\n```json\n{_j(a)}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
-    "deepseekv31": lambda n, a: f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{_j(a)}"
-    "<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+    "qwen3_coder": lambda n, a: (
+        f"<tool_call>\n<function={n}>\n"
+        + "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in a.items())
+        + "</function>\n</tool_call>"
+    ),
+    "glm45": lambda n, a: (
+        f"<tool_call>{n}\n"
+        + "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{v}</arg_value>\n" for k, v in a.items())
+        + "</tool_call>"
+    ),
+    "glm47": lambda n, a: (
+        f"<tool_call>{n}"
+        + "".join(f"<arg_key>{k}</arg_key><arg_value>{v}</arg_value>" for k, v in a.items())
+        + "</tool_call>"
+    ),
+    "deepseekv3": lambda n, a: (
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+        f"{n}\n```json\n{_j(a)}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    ),
+    "deepseekv31": lambda n, a: (
+        f"<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{n}<｜tool▁sep｜>{_j(a)}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    ),
     "deepseekv32": lambda n, a: _dsml("function_calls", n, a),
     "deepseekv4": lambda n, a: _dsml("tool_calls", n, a),
-    "minimax-m2": lambda n, a: f'<minimax:tool_call>\n<invoke name="{n}">\n'
-    + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
-    + "</invoke>\n</minimax:tool_call>",
-    "minimax-m3": lambda n, a: f'{NS}<tool_call>\n{NS}<invoke name="{n}">\n'
-    + "".join(f"{NS}<{k}>{v}\n{NS}</{k}>\n" for k, v in a.items())
-    + f"{NS}</invoke>\n{NS}</tool_call>",
-    "gpt-oss": lambda n, a: f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json"
-    f"<|message|>{_j(a)}<|call|>",
+    "minimax-m2": lambda n, a: (
+        f'<minimax:tool_call>\n<invoke name="{n}">\n'
+        + "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in a.items())
+        + "</invoke>\n</minimax:tool_call>"
+    ),
+    "minimax-m3": lambda n, a: (
+        f'{NS}<tool_call>\n{NS}<invoke name="{n}">\n'
+        + "".join(f"{NS}<{k}>{v}\n{NS}</{k}>\n" for k, v in a.items())
+        + f"{NS}</invoke>\n{NS}</tool_call>"
+    ),
+    "gpt-oss": lambda n, a: (
+        f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json<|message|>{_j(a)}<|call|>"
+    ),
 }
 
 
@@ -82,7 +98,9 @@ def raw(reply: Reply, tool_format: str | None, think: str) -> str:
     return THINK[think](reply.thought, body) if reply.thought and think != "none" else body
 
 
-SPECIAL = re.compile(r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|｜DSML｜|\]<\]minimax\[>\[|</?(?:think|tool_call|minimax:tool_call)>")
+SPECIAL = re.compile(
+    r"<\|[^|]{1,40}\|>|<｜[^｜]{1,40}｜>|｜DSML｜|\]<\]minimax\[>\[|</?(?:think|tool_call|minimax:tool_call)>"
+)
 
 
 def tokens(text: str) -> list[str]:
