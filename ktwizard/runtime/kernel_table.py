@@ -122,7 +122,7 @@ def reached(spec: ModelSpec, flags: Mapping[str, object], cc: int) -> tuple[str,
     elif dsa.is_dsa(spec):
         kv = dsa.dsa_kv(cc // 10, str(flags.get("--kv-cache-dtype") or "auto"))
         default = dsa.nsa_kernels(kv, cc // 10)
-        for name, fallback in zip(("--nsa-prefill-backend", "--nsa-decode-backend"), default):
+        for name, fallback in zip(("--nsa-prefill-backend", "--nsa-decode-backend"), default, strict=True):
             out.append(_NSA.get(str(flags.get(name) or fallback), "nsa_tilelang"))
         out.append("nsa_indexer")
     elif backend:

@@ -53,8 +53,8 @@ DSA = ("deepseek-v3.2", "glm-5", "glm-5-fp8", "glm-5.1", "glm-5.1-fp8", "glm-5.2
 def _host(tmp: Path, name: str):
     gpu, mem, cc, count = SYNTHETIC[name]
     path = tmp / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({"gpus": [{"name": gpu, "memory_gib": mem, "compute_capability": cc,
-                                              "count": count}], "cpu": CPU, "numa_nodes": 2, "memory_gib": 3072}))  # fmt: skip
+    gpus = [{"name": gpu, "memory_gib": mem, "compute_capability": cc, "count": count}]
+    path.write_text(yaml.safe_dump({"gpus": gpus, "cpu": CPU, "numa_nodes": 2, "memory_gib": 3072}))
     return load_host(str(path))
 
 
@@ -185,8 +185,11 @@ def test_fatbin_reader_reads_targets_and_arch_specific_flags():
     assert fatbin.targets(blob) == ("sm_86", "compute_90", "sm_90a")
 
 
-@pytest.mark.parametrize("target, cc, runs", [("sm_86", 89, True), ("sm_86", 80, False), ("sm_90a", 90, True),
-                                              ("sm_90a", 100, False), ("sm_100a", 120, False), ("compute_90", 120, True)])  # fmt: skip
+CUBIN_RUNS = [("sm_86", 89, True), ("sm_86", 80, False), ("sm_90a", 90, True), ("sm_90a", 100, False),
+              ("sm_100a", 120, False), ("compute_90", 120, True)]  # fmt: skip
+
+
+@pytest.mark.parametrize("target, cc, runs", CUBIN_RUNS)
 def test_cubins_run_on_their_major_only(target, cc, runs):
     assert kt._cubin_runs(target, cc) is runs
 
