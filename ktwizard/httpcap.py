@@ -78,10 +78,14 @@ def _deadline_backend(inner: Any) -> Any:
             return self.stream.get_extra_info(info)
 
     class Backend(httpcore.NetworkBackend):
-        def connect_tcp(self, host: str, port: int, timeout: float | None = None, **kw: Any) -> Any:
+        def connect_tcp(  # type: ignore[override]  # the same arguments, passed on as they come
+            self, host: str, port: int, timeout: float | None = None, **kw: Any
+        ) -> Any:
             return Stream(inner.connect_tcp(host, port, _left(timeout, httpcore.ConnectTimeout), **kw))
 
-        def connect_unix_socket(self, path: str, timeout: float | None = None, **kw: Any) -> Any:
+        def connect_unix_socket(  # type: ignore[override]
+            self, path: str, timeout: float | None = None, **kw: Any
+        ) -> Any:
             return Stream(inner.connect_unix_socket(path, _left(timeout, httpcore.ConnectTimeout), **kw))
 
         def sleep(self, seconds: float) -> None:

@@ -111,10 +111,11 @@ def cmd_monitor_web(args: argparse.Namespace) -> int:
     """--web: the same dashboard through textual-serve, one process per browser tab."""
     from ktwizard.host.ports import check_port
     from ktwizard.inputs import is_loopback, url_host
-    from ktwizard.tui.web import make_server, mark_parent, monitor_command, new_token
+    from ktwizard.tui.web import make_server, mark_parent, monitor_command, new_token, require_serve
 
     if args.once:
         raise BadInput("--web serves the live dashboard: leave out --once")
+    require_serve()  # before anything is resolved or checked: the extra is what is missing
     if args.replay:  # each tab plays the recording (it was ignored: the tabs watched a live server instead)
         import os
 

@@ -10,8 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from ktwizard.deploy import patches
+from ktwizard.deploy import patches, pyprobe
 from ktwizard.deploy.launch import LaunchOptions
+from ktwizard.deploy.logread import BLOCK, LINE_CAP
 from ktwizard.deploy.procid import DEPLOYMENT_ENV, labelled, start_ticks, still_ours
 from ktwizard.deploy.records import Deployment
 from ktwizard.errors import KtwizardError
@@ -27,15 +28,17 @@ _FIND_SGLANG = (
 )
 
 
+PROBE_S = 30.0  # one question to the target Python, its children included
+
+
 def check_layerwise_patch(plan: Plan, python: str, env: dict[str, str]) -> None:
     """Refuse an installed sglang-kt 0.7.2 whose RAWINT4 layerwise prefill would crash on the first long prompt."""
     if plan.method not in INT4_MARLIN_METHODS or plan.flag("--kt-gpu-prefill-token-threshold") is None:
         return
-    try:
-        found = subprocess.run([python, "-c", _FIND_SGLANG], env=env, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return  # no such Python, or it hangs: the launch itself reports it
-    package = found.stdout.strip()
+    found = pyprobe.ask(python, _FIND_SGLANG, env, PROBE_S)
+    if found is None:
+        return  # no such Python, or it hangs or prints without end: the launch itself reports it
+    package = found.strip()
     source = Path(package) / patches.RELATIVE if package else None
     if source is None or not source.is_file():
         return
@@ -64,11 +67,10 @@ def check_cudnn(plan: Plan, python: str, env: dict[str, str]) -> None:
     flags = {f.name: f.value for f in plan.flags}
     if not multimodal.starts_multimodal(plan.model.architecture, flags):
         return
-    try:
-        found = subprocess.run([python, "-c", _VERSIONS], env=env, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return  # no such Python, or it hangs: the launch itself reports it
-    torch, cudnn = ([*found.stdout.splitlines(), "", ""])[:2]
+    found = pyprobe.ask(python, _VERSIONS, env, PROBE_S)
+    if found is None:
+        return  # no such Python, or it hangs or prints without end: the launch itself reports it
+    torch, cudnn = ([*found.splitlines(), "", ""])[:2]
     problem = multimodal.cudnn_problem(plan.model.architecture, flags, env, torch.strip(), cudnn.strip())
     if problem:
         raise KtwizardError(
@@ -106,11 +108,27 @@ class NativeProcess:
         )
         self.reader = open(self.log_path, "rb")  # noqa: SIM115
         self.buf = b""
+        self.cut = False  # the line being read was already cut at LINE_CAP: drop the rest of it
 
     def new_lines(self) -> list[str]:
-        self.buf += self.reader.read()
-        *done, self.buf = self.buf.replace(b"\r", b"\n").split(b"\n")
-        return [d.decode("utf-8", "replace") for d in done]
+        """The log's new whole lines, each at most LINE_CAP bytes: a server printing without a newline is read a
+        block at a time and cut, never buffered without end."""
+        out = []
+        for _ in range(64):  # at most 64 MiB a call: a server writing faster than this is read on the next
+            block = self.reader.read(BLOCK)
+            *done, rest = (self.buf + block).replace(b"\r", b"\n").split(b"\n")
+            for line in done:
+                if not self.cut:
+                    out.append(line[:LINE_CAP].decode("utf-8", "replace"))
+                self.cut = False
+            self.buf = rest
+            if len(self.buf) > LINE_CAP:
+                if not self.cut:
+                    out.append(self.buf[:LINE_CAP].decode("utf-8", "replace") + " [cut]")
+                self.buf, self.cut = b"", True
+            if len(block) < BLOCK:
+                break
+        return out
 
     def status(self) -> tuple[bool, int | None, bool]:
         code = self.proc.poll()

@@ -53,6 +53,20 @@ def origin_allowed(origin: str | None, host_header: str) -> bool:
     return origin is not None and origin.lower() in (f"http://{host_header}".lower(), f"https://{host_header}".lower())
 
 
+def require_serve() -> None:
+    """textual-serve and its aiohttp are the `web` extra: without them --web is one line, not a traceback."""
+    try:
+        import aiohttp_jinja2  # noqa: F401
+        import textual_serve.server  # noqa: F401
+    except ImportError as exc:
+        from ktwizard.errors import KtwizardError
+
+        raise KtwizardError(
+            f"monitor --web needs the web extra ({exc.name or 'textual-serve'} is not installed): "
+            "pip install 'ktwizard[web]', or watch in this terminal without --web"
+        ) from None
+
+
 def make_server(command: str, bind: str, port: int, token: str, max_sessions: int) -> Any:
     import aiohttp_jinja2
     from aiohttp import web
