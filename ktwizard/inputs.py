@@ -217,9 +217,12 @@ def parse_url(text: str, flag: str = "--url") -> str:
 
 
 def parse_gpus(text: str | None) -> tuple[int, ...] | None:
-    """all (None), none (()), or distinct GPU indices such as 0,1."""
-    if text is None or text.strip() in ("", "all"):
+    """all (None), none (()), or distinct GPU indices such as 0,1. None is "not given"; an empty --gpus "" is a
+    mistake (a shell variable that was not set), never "all"."""
+    if text is None or text.strip() == "all":
         return None
+    if not text.strip():
+        raise BadInput(f"--gpus {text!r}: empty; give all, none, or GPU indices such as 0,1")
     if text.strip() == "none":
         return ()
     try:
