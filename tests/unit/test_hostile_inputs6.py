@@ -97,3 +97,62 @@ def test_every_bundled_host_still_loads():
 
     for name in bundled_hosts():
         assert load_host(name).gpus is not None
+
+
+# --- what an error line echoes is capped ---
+
+LONG = "9" * 5000 + "x"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--context", LONG],
+        ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--gpus", LONG],
+        ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", LONG],
+        ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--served-name", LONG],
+        ["bench", "--url", "http://127.0.0.1:9", "--contexts", LONG],
+        ["monitor", "--url", "http://127.0.0.1:9", "--once", "--interval", LONG],
+        ["stop", LONG],
+        ["calibration", "show", LONG],
+        ["plan", "--preset", LONG],
+    ],
+    ids=lambda a: " ".join(a[:1] + a[-2:-1]),
+)
+def test_a_long_bad_value_is_echoed_capped(tmp_path, argv):
+    line = _one_line(_cli(tmp_path, *argv), 2)
+    assert len(line) < 600 and " characters)" in line, line[:300]  # before: all 5 KB of it
+
+
+def test_a_files_long_value_is_echoed_capped(tmp_path):
+    """A profile whose integer field holds a 5 KB string: the from_data error echoes its start."""
+    line = _one_line(_cli(tmp_path, "plan", "--profile", _profile(tmp_path, concurrency="7" * 5000)), 2)
+    assert "concurrency" in line and len(line) < 600
+
+
+def test_a_long_tensor_name_is_echoed_capped(tmp_path):
+    """A 4 MB tensor name in a checkpoint's header reached the error line whole (a 4 MB line)."""
+    import struct
+
+    from ktwizard.models.presets import get_preset
+
+    folder = tmp_path / "ck"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(get_preset("kimi-k2.7-code").config))
+    name = "w" * (4 * 2**20)
+    raw = json.dumps({name: {"dtype": "BF16", "shape": [4], "data_offsets": [0, 9999]}}).encode()
+    (folder / "model-00001-of-00001.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 8)
+    out = _cli(tmp_path, "plan", "--model", str(folder), "--host", "rtx-pro-6000-epyc-9355")
+    assert len(out.stderr) < 4000, len(out.stderr)
+    assert "Traceback" not in out.stderr and out.returncode == 2, out.stderr[:600]
+
+
+def test_echo_keeps_the_start_and_the_end():
+    from ktwizard.textsafe import echo, one_line
+
+    assert echo("short") == "short" and echo(12) == "12"
+    cut = echo("/very/" + "long/" * 100 + "file.json")
+    assert cut.startswith("/very/") and "file.json" in cut and "characters" in cut and len(cut) < 200
+    assert "\x1b" not in echo("\x1b]0;x\x07" * 100)
+    line = one_line("bad value " + "7" * 10**6 + " then the advice " + "short " * 200)
+    assert len(line) <= 600 and line.startswith("bad value 777")
