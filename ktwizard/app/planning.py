@@ -23,7 +23,6 @@ def make_plan(
     return plan(host, model.spec, goals, model.hints, model.recipe, calibrations=cals, routing=routing, advise=advise)
 
 
-
 def launchable(plan: Plan) -> Plan:
     """The plan, if it may be launched: one that does not fit is refused in one line (exit 3) by every front end
     before anything is stopped or started."""
