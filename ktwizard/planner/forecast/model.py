@@ -51,7 +51,7 @@ def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
     on_cpu = 1 - s.hit
     read = touched_split(s, tokens)[0] * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
     weights = tokens * spec.experts_per_token * on_cpu * L * _expert_params(spec)  # routed weights the CPU multiplies
-    math = 2.0 * weights / cpu_flops(s, t)
+    math = 2.0 * weights / cpu_flops(s, t, tokens)
     # microscaled methods (MXFP4 / MXFP8) decode each weight to BF16 on the shuffle pipes, per token at decode
     decode = weights * weight_decode(s, tokens * spec.experts_per_token / max(1, spec.routed_experts))
     return max(read, math, decode)
