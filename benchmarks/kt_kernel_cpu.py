@@ -70,9 +70,8 @@ def _weights(torch, method: str, out: int, inp: int):
 
 
 def measure_one(method: str, shape: str, threads: int) -> dict:
-    import torch
-
     import kt_kernel  # noqa: F401  (loads the extension variant for this CPU)
+    import torch
     from kt_kernel import kt_kernel_ext as ext
     from kt_kernel.utils import amx
 
