@@ -170,17 +170,20 @@ def forecast_term(method: str, shape: str, threads: int, n: int) -> float:
     sys.path.insert(0, str(ROOT))
     from dataclasses import replace
 
+    from ktwizard.host.bandwidth import with_measured
     from ktwizard.host.probe import probe
     from ktwizard.models.presets import get_preset
     from ktwizard.planner.forecast.model import _cpu_experts
     from ktwizard.planner.forecast.setup import setup_for
     from ktwizard.planner.forecast.terms import TERMS
 
-    host = _host(probe)
+    host = _host(lambda: with_measured(probe(with_engine=False)))
     preset, H, I, E, K = SHAPES[shape]
     spec = get_preset(preset).spec()
     spec = replace(spec, routed_experts=E, experts_per_token=K)
-    gpus = host.gpus.devices[:1]
+    from ktwizard.host.profile import GPU
+
+    gpus = host.gpus.devices[:1] or (GPU(0, "NVIDIA H200", 141 << 30, 141 << 30, 0),)  # the CPU term needs none
     s = setup_for(host, spec, method, 0, gpus, threads, 1, CHUNK, None)
     return _cpu_experts(s, n, TERMS) / spec.moe_layer_count
 
@@ -188,10 +191,30 @@ def forecast_term(method: str, shape: str, threads: int, n: int) -> float:
 _HOST = []
 
 
-def _host(probe):
+def _host(make):
     if not _HOST:
-        _HOST.append(probe(bandwidth=True))
+        _HOST.append(make())
     return _HOST[0]
+
+
+NOTES = (
+    "## Reading it",
+    "",
+    "- This is the development VM: 2 vCPUs of an AMD EPYC with AVX2 and FMA only, so kt-kernel loads its avx2 "
+    "variant (AVX2*_MOE backends): no AVX-512, no AMX. It was shared: other sessions kept the load average at "
+    "5-7 on its 2 cores while it ran (uptime before and after), so every measured time is an upper bound and rows "
+    "measured minutes apart are not comparable to better than ~2x (Qwen3-30B's BF16 row, the first, is slower "
+    "per layer than MiniMax-M2's larger experts).",
+    "- Where the experts' reads bind (one token, the integer and microscaled methods), the forecast's term is "
+    "within ~0.6-1.0x of the kernel. Past a few tokens every method grows linearly with tokens x top-k (the "
+    "per-row decode inside avx_kernel's row loop, la/amx_raw_kernels.hpp:336-390, is paid per token and "
+    "expert), as the forecast's math term does; the AVX2 FP8, MXFP8 and GPTQ kernels run 4-5x below the "
+    "forecast's AVX2 rate (32 FLOP/cycle x cpu_flops_eff), MXFP4's mat-mat tile above 4 tokens per expert runs "
+    "faster than it. No published AVX2 FP8 decode figure exists to say which the servers see; the AVX-512 and "
+    "AMX paths the published runs use cannot be run here.",
+    "- The device machines (H100/H200 hosts) are not used: kt-kernel needs torch in its venv, which cannot be "
+    "carried there (64 MiB).",
+)
 
 
 def report(path: str) -> None:
@@ -227,6 +250,7 @@ def report(path: str) -> None:
             f"Host: {host.cpu.brand}, flags {' '.join(f for f in host.cpu.flags if 'avx' in f or 'amx' in f)};"
             f" probe --bandwidth read {bw}.",
         ]
+    lines += ["", *NOTES]
     OUT.mkdir(exist_ok=True)
     (OUT / "kt-kernel-cpu.md").write_text("\n".join(lines) + "\n")
     (OUT / "kt-kernel-cpu.json").write_text(json.dumps(rows, indent=1) + "\n")
