@@ -196,8 +196,10 @@ def decode_point(s: Setup, context: int, concurrency: int, factor: float = 1.0, 
 def prefill_point(s: Setup, prompt: int, t: Terms = TERMS) -> PrefillPoint:
     secs, path = prefill_time(s, prompt, t)  # a bench calibrates decode only: prefill is not scaled by its factor
     slow, fast = ends(s)
-    rates = tuple(prompt / prefill_time(x, prompt, t)[0] for x in (slow, s, fast))
-    return PrefillPoint(prompt, round(prompt / secs, 1), round(secs, 2), path, spread(rates, "prefill"))
+    lo, hi = (prompt / prefill_time(x, prompt, t)[0] for x in (slow, fast))
+    return PrefillPoint(
+        prompt, round(prompt / secs, 1), round(secs, 2), path, spread((lo, prompt / secs, hi), "prefill")
+    )
 
 
 def forecast(
