@@ -48,7 +48,7 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         f"being the hit rate; CPU math at {t.cpu_flops_eff:.2f} x "
         f"{s.threads} threads x {s.clock / 1e9:.2f} GHz x {s.vec_flops_per_cycle or s.flops_per_cycle} FLOP/cycle "
         f"(kt-kernel's vec path, up to {vec_switch(s)} tokens a pass; {s.flops_per_cycle} above it) bounds batched "
-        "steps",
+        f"steps ({s.clock_why or 'clock stated'})",
         f"prefill: {t.request_s * 1e3:.0f} ms per request, then chunks of {s.chunk} (the rendered "
         "--chunked-prefill-size); "
         + (

@@ -44,6 +44,7 @@ class Setup:
         0.0  # core cycles per weight decoding a microscaled expert weight (speeds.weight_decode_cycles)
     )
     vec_flops_per_cycle: int = 0  # the vec path's rate (speeds.vec_flops_per_cycle); 0: as flops_per_cycle
+    clock_why: str = ""  # where the clock comes from: a data sheet, or an assumption said on --explain
 
     @property
     def hit(self) -> float:
@@ -69,7 +70,7 @@ def setup_for(
     fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method, zen5)
     vec, _ = vec_flops_per_cycle(host.cpu.flags, method, zen5)
     decode_cycles, _ = weight_decode_cycles(host.cpu.flags, method)
-    clock, _ = cpu_clock(host.cpu.brand)
+    clock, clock_why = cpu_clock(host.cpu.brand)
     return Setup(
         spec=spec,
         method=method,
@@ -88,6 +89,7 @@ def setup_for(
         kv_dtype_bytes=kv_dtype_bytes,
         decode_cycles=decode_cycles,
         vec_flops_per_cycle=vec,
+        clock_why=clock_why,
     )
 
 
