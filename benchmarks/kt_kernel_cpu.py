@@ -239,8 +239,8 @@ def report(*paths: str) -> None:
         "`planner/forecast/model._cpu_experts` / layers for the same shape, threads and this host "
         "(`probe --bandwidth`'s read bandwidth). Ratio = forecast / measured.",
         "",
-        "| method | shape (H x I, E, top-k) | backend | threads | tokens | measured ms (fastest; each run) | forecast ms "
-        "| ratio |",
+        "| method | shape (H x I, E, top-k) | backend | threads | tokens | measured ms (fastest; each run) "
+        "| forecast ms | ratio |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
