@@ -152,7 +152,10 @@ def _memory_job(result, spec) -> dict:
 
 
 def _run(python: str, device: dict, cases: list[dict]) -> list[dict]:
-    job = {"gpu": device, "cases": [{k: c[k] for k in ("id", "argv", "env", "memory")} for c in cases]}
+    job = {
+        "gpu": device,
+        "cases": [{"id": c["id"], "argv": c["argv"], "env": c["env"], "memory": c.get("memory")} for c in cases],
+    }
     out = subprocess.run(
         [python, str(TESTS / "runtime" / "accept.py")],
         input=json.dumps(job),
