@@ -41,7 +41,7 @@ LOW = Terms(0.1, 0.7, 0.01, 5e9, 0.0, 0.0, 0.02, 0.1, 0.02, 0.02, 0.02, 0.0)
 HIGH = Terms(1.0, 1.0, 1.0, 1e12, 2e-3, 2e-4, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5)
 # Never fitted: a community lab's AVX2 run (ktransformers#1914, another author, a 5090 box) and a single-socket
 # Xeon 6 user report (ktransformers#1730, another author and machine).
-ASIDE = ("issue #1914", "issue #1730", "Kimi-K2-Thinking-Native.md")
+ASIDE = ("issue #1914", "issue #1730", "Kimi-K2-Thinking-Native.md", "doc/en/Kimi-K2-Thinking.md")
 
 
 def aside(r: dict) -> bool:

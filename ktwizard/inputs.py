@@ -200,9 +200,12 @@ def parse_seconds(text: str, flag: str, low: float = 0.1, high: float = 86400.0)
 
 
 def parse_gpus(text: str | None) -> tuple[int, ...] | None:
-    """all (None), none (()), or distinct GPU indices such as 0,1."""
-    if text is None or text.strip() in ("", "all"):
+    """all (None), none (()), or distinct GPU indices such as 0,1. None is "not given"; an empty --gpus "" is a
+    mistake (a shell variable that was not set), never "all"."""
+    if text is None or text.strip() == "all":
         return None
+    if not text.strip():
+        raise BadInput(f"--gpus {text!r}: empty; give all, none, or GPU indices such as 0,1")
     if text.strip() == "none":
         return ()
     try:

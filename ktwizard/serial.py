@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ktwizard.errors import BadInput
-from ktwizard.textsafe import printable
+from ktwizard.textsafe import echo, printable
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
                 return _convert(arg, data, where)
             except BadInput as exc:
                 errors.append(exc.message)
-        raise BadInput(errors[0] if errors else f"{where}: unexpected value {data!r}")
+        raise BadInput(errors[0] if errors else f"{where}: unexpected value {echo(data)}")
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise BadInput(f"{where}: expected a mapping, got {type(data).__name__}")
@@ -88,18 +88,18 @@ def _convert(tp: Any, data: Any, where: str) -> Any:
         return {_convert(key_t, k, where): _convert(val_t, v, f"{where}.{k}") for k, v in data.items()}
     if tp is float:
         if isinstance(data, bool) or not isinstance(data, int | float):
-            raise BadInput(f"{where}: expected a number, got {data!r}")
+            raise BadInput(f"{where}: expected a number, got {echo(data)}")
         try:
             return float(data)
         except OverflowError:  # an integer past a float's range (10**4000): not a number any file of ours holds
             raise BadInput(f"{where}: a number of {len(str(data))} digits, past any a float holds") from None
     if tp is int:
         if isinstance(data, bool) or not isinstance(data, int):
-            raise BadInput(f"{where}: expected an integer, got {data!r}")
+            raise BadInput(f"{where}: expected an integer, got {echo(data)}")
         return data
     if tp in (str, bool):
         if not isinstance(data, tp):
-            raise BadInput(f"{where}: expected {tp.__name__}, got {data!r}")
+            raise BadInput(f"{where}: expected {tp.__name__}, got {echo(data)}")
         # every string a record, plan, profile or recording holds reaches some renderer: no escape sequences
         return printable(data) if isinstance(data, str) else data
     raise BadInput(f"{where}: cannot read a value of type {tp}")

@@ -36,6 +36,29 @@ def shown(text: str, newlines: bool = True) -> str:
     return printable(redact(text), newlines)
 
 
+ECHO_LIMIT = 160  # characters of one value echoed in an error: a path fits, a page of digits does not
+LINE_LIMIT = 600  # one error line, whatever it echoes
+_LONG_RUN = re.compile(rf"\S{{{ECHO_LIMIT + 1},}}")
+
+
+def echo(value: object, limit: int = ECHO_LIMIT) -> str:
+    """`value` as an error message quotes it (repr for a non-string), printable, and past `limit` characters cut to
+    its start and end with how long it was: a 5,000-digit number or a 4 MB tensor name is recognisable, not a page,
+    and a long path keeps its file name."""
+    text = printable(value if isinstance(value, str) else repr(value), newlines=False)
+    if len(text) <= limit:
+        return text
+    keep = (limit - 30) // 2
+    return f"{text[:keep]}...{text[-keep:]} ({len(text)} characters)"
+
+
+def one_line(text: str, limit: int = LINE_LIMIT) -> str:
+    """An error line as printed: printable on one line, each over-long word (an echoed value) cut by `echo`, then
+    the line cut to `limit`. The command line's error printers (cli/guard.py) all go through it."""
+    out = _LONG_RUN.sub(lambda m: echo(m.group(0)), printable(text, newlines=False))
+    return out if len(out) <= limit else f"{out[: limit - 40]}... ({len(out)} characters)"
+
+
 _SCHEME = re.compile(r"(?i)^\s*[a-z][a-z0-9+.-]*://")
 
 

@@ -95,6 +95,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def one_at_a_time(what: str):
+    """A lock across this machine's test processes (pytest-xdist workers, other runs): an expensive shared thing,
+    such as an image, is made once while the others wait, then found made."""
+    import fcntl
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / f"ktwizard-tests-{what}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def docker_client():
     try:
@@ -114,7 +129,8 @@ def standin_image(docker_client) -> str:
     sys.path.insert(0, str(TESTS / "standin"))
     from image import standin_image as build
 
-    return build(docker_client)
+    with one_at_a_time("standin-image"):  # pytest-xdist workers: one builds, the others find it built
+        return build(docker_client)
 
 
 @pytest.fixture(scope="session")
@@ -145,7 +161,8 @@ def router_image(docker_client) -> str:
     sys.path.insert(0, str(TESTS / "standin"))
     from image import router_image as build
 
-    return build(docker_client)
+    with one_at_a_time("router-image"):
+        return build(docker_client)
 
 
 # --- nothing a test starts outlives it ------------------------------------------------------------------------------
@@ -197,20 +214,43 @@ def no_leftover_processes(request):
         pytest.fail(f"{request.node.nodeid} left processes running: {shown}")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def no_leftover_containers():
-    """Containers ktwizard labelled that the session created and did not remove."""
+# --- no container outlives the run -----------------------------------------------------------------------------------
+# Checked once for the whole run, in the process that started it: under pytest-xdist each worker's session ends
+# while the others' containers still run, so a per-worker check would report theirs.
+def _managed_containers() -> set[str] | None:
     try:
         import docker
 
         client = docker.from_env(timeout=30)
-        before = {c.id for c in client.containers.list(all=True, filters={"label": "io.ktwizard.managed=true"})}
+        return {c.id for c in client.containers.list(all=True, filters={"label": "io.ktwizard.managed=true"})}
     except Exception:  # noqa: BLE001 - no engine: nothing to check
-        yield
+        return None
+
+
+def _named(ids: set[str]) -> list[str]:
+    import docker
+
+    client = docker.from_env(timeout=30)
+    found = client.containers.list(all=True, filters={"label": "io.ktwizard.managed=true"})
+    return [c.name for c in found if c.id in ids]
+
+
+def pytest_sessionstart(session):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        session.config.stash[_CONTAINERS] = _managed_containers()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    before = session.config.stash.get(_CONTAINERS, None)
+    if os.environ.get("PYTEST_XDIST_WORKER") or before is None:
         return
-    yield
-    left = [
-        c for c in client.containers.list(all=True, filters={"label": "io.ktwizard.managed=true"}) if c.id not in before
-    ]
-    # reported, not removed: a container another session started meanwhile is not this one's to remove
-    assert not left, f"the test run left containers: {', '.join(c.name for c in left)}"
+    after = _managed_containers() or set()
+    left = _named(after - before) if after - before else []
+    if left:  # reported, not removed: a container another session started meanwhile is not this one's to remove
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"the test run left containers: {', '.join(left)}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_CONTAINERS = pytest.StashKey[set[str] | None]()

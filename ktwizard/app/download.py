@@ -75,12 +75,10 @@ def download(
     dl.write_json_atomic(where / PENDING, m.to_json())
     (where / COMPLETE).unlink(missing_ok=True)
     say(f"{ref.repo}@{m.commit[:12]}: {len(m.files)} files, {human(need)} to fetch of {human(m.total)}, into {where}")
-    dl.fetch(where, m, progress)
-    bad = dl.verify(where, m)
-    if bad:  # removed by verify: fetch those again once, then give up in one line
-        say(f"re-fetching {len(bad)} file(s) that failed verification: {bad[0]}")
-        dl.fetch(where, m, progress)
-        bad = dl.verify(where, m)
+    bad = _failed(dl.fetch(where, m, progress) + dl.verify(where, m))
+    if bad:  # removed: fetch those again once, then give up in one line
+        say(f"fetching again {len(bad)} file(s) that failed verification: {bad[0]}")
+        bad = _failed(dl.fetch(where, m, progress) + dl.verify(where, m))
     if bad:
         raise KtwizardError(
             f"{where}: {len(bad)} file(s) failed verification after a second download ({bad[0]}); they were removed "
@@ -90,3 +88,8 @@ def download(
     (where / PENDING).unlink(missing_ok=True)
     say(f"{where}: complete and verified ({len(m.files)} files, {human(m.total)})")
     return Downloaded(where, ref.repo, m.commit, len(m.files), m.total, need)
+
+
+def _failed(problems: list[str]) -> list[str]:
+    """One phrase per file ("PATH: why"): a file refused as it landed is also missing for the check after."""
+    return list({p.split(": ", 1)[0]: p for p in reversed(problems)}.values())[::-1]

@@ -17,6 +17,7 @@ GROUPS = (
     "plan",
     "deploy",
     "download",
+    "convert",
     "ps",
     "chat",
     "fleet",

@@ -5,20 +5,28 @@ from __future__ import annotations
 import argparse
 
 
-def cmd_download(args: argparse.Namespace) -> int:
+def _leave_on_ctrl_c(signum: int, frame: object) -> None:
+    """Ctrl-C ends the download at once. Unwinding would wait for huggingface_hub's worker threads (their reads
+    time out, then resume and finish); what landed is kept in its .incomplete parts, the folder stays marked
+    pending, and the same command resumes it."""
     import os
     import sys
 
+    sys.stdout.flush()
+    print("ktwizard: interrupted; run the same command to resume the download", file=sys.stderr, flush=True)
+    os._exit(130)
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    import signal
+
     from ktwizard.app.download import download
 
+    previous = signal.signal(signal.SIGINT, _leave_on_ctrl_c)
     try:
         download(args.preset, args.model, args.dir, progress=not args.quiet)
-    except KeyboardInterrupt:
-        # huggingface_hub's worker threads would hold the exit until their reads time out; what landed stays in
-        # its .incomplete parts and the folder stays marked pending, so leave now
-        print("ktwizard: interrupted; run the same command to resume the download", file=sys.stderr, flush=True)
-        sys.stdout.flush()
-        os._exit(130)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     return 0
 
 

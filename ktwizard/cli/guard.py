@@ -49,8 +49,10 @@ class Parser(argparse.ArgumentParser):
             Parser.helping = False
 
     def error(self, message: str) -> NoReturn:
+        from ktwizard.textsafe import one_line, redact
+
         self.print_usage(sys.stderr)
-        print(f"ktwizard: error: {message}", file=sys.stderr)
+        print(f"ktwizard: error: {one_line(redact(message))}", file=sys.stderr)  # what it echoes is capped
         raise SystemExit(EXIT_USAGE)
 
 
@@ -58,9 +60,9 @@ def guard(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
     try:
         return func(args)
     except KtwizardError as exc:
-        from ktwizard.textsafe import shown
+        from ktwizard.textsafe import one_line, redact
 
-        print(f"ktwizard: error: {shown(exc.message, newlines=False)}", file=sys.stderr)
+        print(f"ktwizard: error: {one_line(redact(exc.message))}", file=sys.stderr)  # what it echoes is capped
         return exc.exit_code
     except KeyboardInterrupt:
         print("ktwizard: interrupted", file=sys.stderr)
@@ -68,7 +70,10 @@ def guard(func: Callable[[argparse.Namespace], int], args: argparse.Namespace) -
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        print(f"ktwizard: error: {exc.strerror or exc} ({getattr(exc, 'filename', '') or ''})", file=sys.stderr)
+        from ktwizard.textsafe import one_line
+
+        where = getattr(exc, "filename", "") or ""
+        print(f"ktwizard: error: {one_line(f'{exc.strerror or exc} ({where})')}", file=sys.stderr)
         return EXIT_RUNTIME
 
 

@@ -171,7 +171,7 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
     pr.add_argument("--image", metavar="IMG", help="container image")
     pr.add_argument(
         "--placement",
-        choices=("uniform", "frequency"),
+        choices=("uniform", "frequency"),  # planner.types.PLACEMENTS, which the planner checks (not imported here)
         help="which experts the GPUs hold: uniform (the runtime's default) or frequency (the most-routed, from "
         "--expert-stats)",
     )

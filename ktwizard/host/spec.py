@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,22 @@ def _number(d: dict, key: str, where: str, minimum: float = 0, required: bool = 
     return v
 
 
+CAPABILITY = re.compile(r"[1-9][0-9]?\.[0-9]{1,2}")  # 8.9, 9.0, 12.0: what NVML reports as major.minor
+
+
+def _capability(v: Any, where: str) -> str:
+    """A GPU's compute capability as MAJOR.MINOR ("" when not given). Anything else was planned as "unknown" (no
+    kernel gate applied), exit 0: "abc" is a typo, and the gates it skips are the ones that refuse a plan."""
+    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 99:
+        v = f"{v}.0"
+    elif isinstance(v, float) and math.isfinite(v):
+        v = f"{v:.1f}"
+    if v == "" or (isinstance(v, str) and CAPABILITY.fullmatch(v)):
+        return v
+    shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:40] + "..."
+    raise BadInput(f"{where}: compute_capability {shown} is not MAJOR.MINOR such as 9.0 (or leave it out)")
+
+
 def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfile:
     if not isinstance(spec, dict):
         raise BadInput(f"{where}: expected a mapping with gpus, cpu, numa_nodes and memory_gib")
@@ -72,7 +89,7 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
                     memory_total_estimated=estimated,
                     memory_free=total - used,
                     memory_used=used,
-                    compute_capability=str(g.get("compute_capability", "")),
+                    compute_capability=_capability(g.get("compute_capability", ""), f"{where}: gpus[{i}]"),
                     memory_bus_width=int(bus) if bus else None,
                     memory_clock_mhz=int(clock) if clock else None,
                     processes=(GpuProcess(pid=0, used_memory=used, name="declared in the host spec"),) if used else (),
@@ -150,6 +167,11 @@ def check_saved_host(h: HostProfile, where: str) -> HostProfile:
         f"{h.cpu.usable_physical_cores} usable cores" if h.cpu.usable_physical_cores < 1 else "",
         f"CPU quota {h.cpu.cpu_quota}" if h.cpu.cpu_quota is not None and not 0 < h.cpu.cpu_quota <= 65536 else "",
         *(f"GPU {g.index} memory {g.memory_total}" for g in h.gpus.devices if not 0 < g.memory_total <= 2**44),
+        *(
+            f"GPU {g.index} compute capability {g.compute_capability[:20]!r}"
+            for g in h.gpus.devices
+            if g.compute_capability and not CAPABILITY.fullmatch(g.compute_capability)
+        ),
     ]
     bad = [p for p in problems if p]
     if bad:

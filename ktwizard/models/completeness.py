@@ -11,7 +11,8 @@ from typing import Any
 
 COMPLETE = ".ktwizard-complete.json"  # written last, atomically, after every file is verified
 PENDING = ".ktwizard-download.json"  # written before the first byte; removed when COMPLETE is written
-HF_META = Path(".cache") / "huggingface"  # huggingface_hub's local-dir metadata (and .incomplete parts)
+HF_META = Path(".cache") / "huggingface"  # huggingface_hub's local-dir metadata (`hf download`'s .incomplete parts)
+PARTS = Path(".cache") / "ktwizard"  # our parts: kept across runs, so the next run resumes them with HTTP Range
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
@@ -30,15 +31,14 @@ def incomplete_reason(folder: Path) -> str | None:
     data = read_marker(folder)
     if data is not None:
         for f in data["files"]:
-            if (
-                isinstance(f, dict)
-                and isinstance(f.get("path"), str)
-                and size_on_disk(folder / f["path"]) != f.get("size")
-            ):
+            path = f.get("path") if isinstance(f, dict) else None
+            if isinstance(path, str) and size_on_disk(folder / path) != f.get("size"):
                 return f"{path} is not the size the download verified; run ktwizard download again to repair it"
         return None
     if (folder / PENDING).exists():
         return "its download did not finish; run the same ktwizard download command to resume it"
+    if (folder / PARTS).is_dir() and next((folder / PARTS).rglob("*.part"), None) is not None:
+        return "its download did not finish (parts are in .cache/ktwizard); run ktwizard download to resume it"
     parts = folder / HF_META / "download"
     if parts.is_dir() and next(parts.rglob("*.incomplete"), None) is not None:
         return "a download into it did not finish (huggingface_hub's .incomplete parts are there); resume it"

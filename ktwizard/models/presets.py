@@ -78,7 +78,9 @@ def all_presets() -> dict[str, Preset]:
 
 def get_preset(preset_id: str) -> Preset:
     path = PRESETS / "models" / f"{preset_id}.yaml"
-    if "/" not in preset_id and path.exists():  # the common case reads one file, not the whole catalogue
+    # the common case reads one file, not the whole catalogue; a name past a file name's length is no preset (and
+    # path.exists() raises on it: "File name too long", exit 1)
+    if "/" not in preset_id and len(preset_id) <= 200 and path.exists():
         return _load_one(preset_id)
     presets = all_presets()
     if preset_id not in presets:

@@ -1,9 +1,21 @@
 """The exact conversion command for methods that read converted CPU weights (AMXINT4, AMXINT8), with the disk and
-memory it needs: kt-kernel's scripts/convert_cpu_weights.py (kt-cli-and-flags §1.11), every path quoted."""
+memory it needs: kt-kernel's scripts/convert_cpu_weights.py (kt-cli-and-flags §1.11), every path quoted.
+
+The figures follow the converter's code (kvcache-ai/ktransformers 95009ea6, kt-kernel/scripts/convert_cpu_weights.py,
+"cc:" below; the script is not in the kt-kernel 0.7.2 wheel), one MoE layer at a time:
+- RAM: the layer's experts loaded as BF16 tensors in a list and stacked (cc:980-983, both alive until the `del`), the
+  layer quantized inside kt-kernel and written as .kt files to /dev/shm (cc:618-619, tmpfs: RAM), read back as
+  tensors (cc:1079) and held for save_file (cc:437); at the end every non-expert tensor is loaded at once for the
+  last shard (cc:453-464). The peak is the larger of the two phases.
+- Disk: the converted routed experts of the main layers (MTP layers are skipped, cc:336-352) plus a copy of every
+  non-expert tensor (cc:453-464).
+- /dev/shm: one converted layer's .kt files, removed after each layer (cc:1083).
+The converter's AMX classes need AVX512F + AVX512BW (kt-kernel 0.7.2 kt_kernel/utils/amx.py:329-339)."""
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
@@ -14,6 +26,44 @@ from ktwizard.planner.types import Goals
 from ktwizard.units import human
 
 INPUT_TYPE = {"fp8_block": "fp8", "fp8_channel": "fp8", "bf16": "bf16"}
+CONVERTED = ("AMXINT4", "AMXINT8")
+CONVERTER_ISA = ("avx512f", "avx512bw")  # kt_kernel/utils/amx.py:329-339: the AMXINT4/INT8 classes are compiled in
+
+
+@dataclass(frozen=True)
+class ConvertNeeds:
+    disk: int  # bytes the output folder holds when complete
+    ram: int  # peak resident bytes of the converter process and its /dev/shm scratch
+    scratch: int  # /dev/shm bytes for one layer's .kt files
+    layers: int  # MoE layers converted (the progress total)
+
+
+def needs(spec: ModelSpec, method: str) -> ConvertNeeds:
+    converted_layer = M.cpu_bytes_per_expert(spec, method) * spec.routed_experts
+    bf16_layer = spec.routed_experts * 3 * spec.hidden * spec.moe_intermediate * 2
+    non_expert = spec.non_expert_bytes + spec.bytes_by_group.get("vision", 0)
+    layer_phase = 2 * bf16_layer + 3 * converted_layer  # list + stack; kt-kernel's copy, the .kt files, read back
+    return ConvertNeeds(
+        disk=converted_layer * spec.moe_layer_count + non_expert,
+        ram=max(layer_phase, non_expert),
+        scratch=converted_layer,
+        layers=spec.moe_layer_count,
+    )
+
+
+def refusal(spec: ModelSpec, method: str, flags: tuple[str, ...]) -> str | None:
+    """What the converter cannot do, said before it starts; None when it can."""
+    if method not in CONVERTED:
+        return f"{method} reads the checkpoint's own weights: there is nothing to convert"
+    if INPUT_TYPE.get(spec.expert_format.kind) is None:
+        return f"the converter reads BF16 or FP8 experts; this checkpoint stores {spec.expert_format.describe()}"
+    missing = [f for f in CONVERTER_ISA if f not in flags]
+    if missing:
+        return (
+            f"kt-kernel's {method} converter needs {' + '.join(f.upper() for f in CONVERTER_ISA)} on this CPU "
+            f"(kt_kernel/utils/amx.py:329-339); it lacks {', '.join(missing)}: convert on the serving host"
+        )
+    return None
 
 
 def conversion(spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: ThreadPlan) -> Notice | None:
@@ -28,8 +78,7 @@ def conversion(spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: Thr
             f"{choice.method} converts BF16 or FP8 experts; this checkpoint stores {spec.expert_format.describe()}",
             "use the checkpoint's native method",
         )
-    disk = M.cpu_bytes_per_expert(spec, choice.method) * spec.routed_experts * spec.moe_layer_count
-    layer_bf16 = spec.routed_experts * 3 * spec.hidden * spec.moe_intermediate * 2
+    need = needs(spec, choice.method)
     argv = [
         "python",
         "kt-kernel/scripts/convert_cpu_weights.py",
@@ -49,8 +98,9 @@ def conversion(spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: Thr
     return Notice(
         "warn",
         f"{choice.method} reads CPU weights converted ahead of time: {shlex.join(argv)}",
-        f"needs {human(disk)} free at {shlex.quote(output)} and about {human(2 * layer_bf16)} of RAM beyond the "
-        "server's (one MoE layer in BF16 and its converted copy, an estimate); then plan with --kt-weights "
+        f"needs {human(need.disk)} free at {shlex.quote(output)} and {human(need.ram)} of RAM (one MoE layer in BF16 "
+        "twice and its converted copy three times, or the non-expert tensors at the end: convert_cpu_weights.py "
+        "980-983, 1079, 453-464); `ktwizard convert` runs it and checks both first; then plan with --kt-weights "
         f"{shlex.quote(output)}"
         + ("; FP8 to INT may cost accuracy (kt-kernel scripts README)" if input_type == "fp8" else ""),
     )

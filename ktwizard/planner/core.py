@@ -20,7 +20,7 @@ from ktwizard.planner.memory import host_budget
 from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.threads import ThreadPlan, plan_threads
-from ktwizard.planner.types import Goals, GpuBudget, ModelRef, Plan
+from ktwizard.planner.types import PLACEMENTS, Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
 from ktwizard.runtime import kernel_table, kernels, rules
 from ktwizard.runtime.catalog import check_flags
@@ -51,6 +51,11 @@ def _validate(goals: Goals, spec: ModelSpec) -> None:
         raise BadInput(f"--kv-dtype {goals.kv_dtype}: use auto, bf16 or fp8_e4m3")
     if not 1 <= goals.port <= 65535:
         raise BadInput(f"--port {goals.port}: not a TCP port")
+    # goals from a profile or a plan file never passed the command line's choices: the planner checks them itself
+    if goals.placement not in PLACEMENTS:
+        raise BadInput(f"--placement {goals.placement!r}: use {' or '.join(PLACEMENTS)}")
+    if goals.chunked_prefill is not None and not 512 <= goals.chunked_prefill <= 1 << 20:
+        raise BadInput(f"--chunked-prefill-size {goals.chunked_prefill}: give 512 to {1 << 20} tokens")
     if goals.served_name is not None and not SERVED_NAME.fullmatch(goals.served_name):
         raise BadInput(
             f"--served-name {goals.served_name!r}: use up to 128 letters, digits and . _ : / @ + -, starting with a "

@@ -19,6 +19,9 @@ Value = str | int | float | bool | tuple[str, ...] | None
 PLAN_SCHEMA = 2
 
 
+PLACEMENTS = ("uniform", "frequency")  # the strategies ktwizard plans (the runtime knows more: catalog.py)
+
+
 @dataclass(frozen=True)
 class Goals:
     context: int | None = None  # None: the longest that fits, up to 128k and the model's limit

@@ -47,6 +47,14 @@ HOST_FILES = {
     "host-no-cpu.yaml": json.dumps({"gpus": [], "memory_gib": 64}),
     "host-empty.yaml": "",
     "host-binary.yaml": "\x00\x01\x02",
+    # a compute capability that is not MAJOR.MINOR planned as "unknown", exit 0 (issue 54)
+    "host-cc-word.yaml": json.dumps(
+        spec(gpus=[{"name": "NVIDIA H200", "memory_gib": 141, "compute_capability": "abc"}])
+    ),
+    "host-cc-list.yaml": json.dumps(spec(gpus=[{"name": "NVIDIA H200", "memory_gib": 141, "compute_capability": [9]}])),
+    "host-cc-shell.yaml": json.dumps(
+        spec(gpus=[{"name": "NVIDIA H200", "memory_gib": 141, "compute_capability": "9.0; x"}])
+    ),
 }
 PLAN_FILES = {
     "plan-not-json.json": "{oops",
@@ -129,7 +137,7 @@ CASES: list[tuple[list[str], int]] = [
         for v in ("0", "-1", "abc", "1e400k", "nan", "inf", "1.5", "99999999999", "", "9999999", "0x10", "12k3")
     ],
     *[(PLAN + ["--concurrency", v], 2) for v in ("0", "-3", "x", "nan", "5000", "1.5", "")],
-    *[(PLAN + ["--gpus", v], 2) for v in ("0,0", "a", "-1", "99", "0,1", "1,,1", "0;1", "0 1")],
+    *[(PLAN + ["--gpus", v], 2) for v in ("0,0", "a", "-1", "99", "0,1", "1,,1", "0;1", "0 1", "", " ", ",")],
     *[(PLAN + ["--method", v], 2) for v in ("FOO", "AMXINT4", "fp8", "BF16", "")],
     *[(PLAN + ["--gpu-experts", v], 2) for v in ("-1", "x", "999", "1e3", "385")],
     *[(PLAN + ["--kv-dtype", v], 2) for v in ("fp4", "", "FP8")],

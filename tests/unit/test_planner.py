@@ -310,7 +310,10 @@ def test_converted_methods_render_the_exact_conversion_command():
     assert opt["--cpuinfer-threads"] == str(r.flag("--kt-cpuinfer"))
     from ktwizard.units import human
 
-    assert f"needs {human(r.host_budgets[0].item('CPU experts'))} free" in note.fix  # what the converted experts take
+    # the converted experts and the converter's copy of every non-expert tensor (convert_cpu_weights.py:453-464)
+    spec = p.spec()
+    disk = r.host_budgets[0].item("CPU experts") + spec.non_expert_bytes + spec.bytes_by_group.get("vision", 0)
+    assert f"needs {human(disk)} free" in note.fix
 
 
 def test_a_what_if_plan_is_the_plan_without_its_advice():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy, weight_decode
+from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy, vec_switch, weight_decode
 from ktwizard.planner.forecast.speeds import socket_bandwidth
 from ktwizard.planner.forecast.terms import CORE_BW, HELD_OUT, TERMS, Terms
 
@@ -14,7 +14,12 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         f"CPU experts: {1 - s.hit:.0%} of routed calls at {bw / 1e9:.0f} GB/s sustained = "
         f"{t.cpu_bw_eff:.2f} x {socket_bandwidth(m) / 1e9:.0f} GB/s per socket ({m.channels_per_socket} x "
         f"{m.kind}-{m.speed_mts}, {m.source or 'stated'})"
-        + (f", x {s.sockets} sockets (one kt-kernel subpool each, --kt-threadpool-count)" if s.sockets > 1 else "")
+        + (
+            f"; {s.sockets} subpools (--kt-threadpool-count) add threads, not read bandwidth: every published "
+            "two-subpool run reads as one socket does (setup.cpu_bandwidth)"
+            if s.sockets > 1
+            else ""
+        )
         + (
             f", never more than the {s.measured_bps / 1e9:.0f} GB/s per socket probe --bandwidth read"
             + (
@@ -41,7 +46,9 @@ def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
         + ")",
         f"concurrency: distinct experts per step of each group (CPU, GPU) grow as n(1-(1-k share/n)^c), the share "
         f"being the hit rate; CPU math at {t.cpu_flops_eff:.2f} x "
-        f"{s.threads} threads x {s.clock / 1e9:.2f} GHz x {s.flops_per_cycle} FLOP/cycle bounds batched steps",
+        f"{s.threads} threads x {s.clock / 1e9:.2f} GHz x {s.vec_flops_per_cycle or s.flops_per_cycle} FLOP/cycle "
+        f"(kt-kernel's vec path, up to {vec_switch(s)} tokens a pass; {s.flops_per_cycle} above it) bounds batched "
+        f"steps ({s.clock_why or 'clock stated'})",
         f"prefill: {t.request_s * 1e3:.0f} ms per request, then chunks of {s.chunk} (the rendered "
         "--chunked-prefill-size); "
         + (
@@ -89,18 +96,19 @@ def model_note(model_type: str) -> str:
     if model_type == "deepseek_v4":
         return (
             "DeepSeek-V4: no V4 run was fitted; decode attention reads each layer's window, the indexer's top-k and "
-            "the compressed entries. Checked on KT's 8 x RTX 5090 tutorial (26.5 tok/s, 8 threads): -3 %, CPU "
-            f"assumed; another author's Xeon Gold 6138 run (AMXINT4, top-4): +24 % ({NEW_MODELS})"
+            "the compressed entries. Checked on KT's 8 x RTX 5090 tutorial (26.5 tok/s, 8 threads): +14 %, CPU "
+            f"assumed; another author's Xeon Gold 6138 run (AMXINT4, top-4): -10 % ({NEW_MODELS})"
         )
     if model_type.startswith("glm5_next"):
         return (
             "GLM-5-Next: NOT validated. The one published figure (KT PR #2173: 4 x RTX 5090, 64 threads, no GPU "
-            "experts) decodes at 15.4 tok/s where this model forecasts 2.3 x that (cause unresolved: per-layer "
+            "experts) decodes at 15.4 tok/s where this model forecasts 2.0 x that (cause unresolved: per-layer "
             f"hyper-connection and KDA work, or thread oversubscription); read decode as an upper bound ({NEW_MODELS})"
         )
     if model_type.startswith("qwen3_5"):
         return (
-            "Qwen3.5: prefill checked on ktransformers#1914 (Qwen3.5-122B-A10B-FP8, AVX2 build): -3 % to +24 %; "
+            "Qwen3.5: prefill checked on ktransformers#1914 (Qwen3.5-122B-A10B-FP8, AVX2 build): -2 % to +25 % from "
+            "969 tokens, +68 % for a 2-token prompt; "
             f"its decode shares Qwen3-Next's fitted terms but no Qwen3.5 decode figure was checked ({NEW_MODELS})"
         )
     if model_type.startswith("minimax_m3") or model_type == "glm_moe_dsa":

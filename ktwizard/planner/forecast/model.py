@@ -51,7 +51,7 @@ def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
     on_cpu = 1 - s.hit
     read = touched_split(s, tokens)[0] * L * M.cpu_bytes_per_expert(spec, s.method) / cpu_bandwidth(s, t)
     weights = tokens * spec.experts_per_token * on_cpu * L * _expert_params(spec)  # routed weights the CPU multiplies
-    math = 2.0 * weights / cpu_flops(s, t)
+    math = 2.0 * weights / cpu_flops(s, t, tokens)
     # microscaled methods (MXFP4 / MXFP8) decode each weight to BF16 on the shuffle pipes, per token at decode
     decode = weights * weight_decode(s, tokens * spec.experts_per_token / max(1, spec.routed_experts))
     return max(read, math, decode)
@@ -196,8 +196,10 @@ def decode_point(s: Setup, context: int, concurrency: int, factor: float = 1.0, 
 def prefill_point(s: Setup, prompt: int, t: Terms = TERMS) -> PrefillPoint:
     secs, path = prefill_time(s, prompt, t)  # a bench calibrates decode only: prefill is not scaled by its factor
     slow, fast = ends(s)
-    rates = tuple(prompt / prefill_time(x, prompt, t)[0] for x in (slow, s, fast))
-    return PrefillPoint(prompt, round(prompt / secs, 1), round(secs, 2), path, spread(rates, "prefill"))
+    lo, hi = (prompt / prefill_time(x, prompt, t)[0] for x in (slow, fast))
+    return PrefillPoint(
+        prompt, round(prompt / secs, 1), round(secs, 2), path, spread((lo, prompt / secs, hi), "prefill")
+    )
 
 
 def forecast(

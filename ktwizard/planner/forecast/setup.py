@@ -12,8 +12,10 @@ from ktwizard.planner.forecast.speeds import (
     cpu_clock,
     cpu_flops_per_cycle,
     gpu_speed,
+    is_zen5,
     platform_memory,
     socket_bandwidth,
+    vec_flops_per_cycle,
     weight_decode_cycles,
 )
 from ktwizard.planner.forecast.terms import CORE_BW, TERMS, Terms
@@ -31,7 +33,7 @@ class Setup:
     memory: MemorySpeed
     sockets: int  # sockets kt-kernel's NUMA subpools span (--kt-threadpool-count, at most one per socket)
     threads: int  # --kt-cpuinfer
-    flops_per_cycle: int
+    flops_per_cycle: int  # kt-kernel's mat-mat path (AMX tiles where the method has them)
     clock: float  # Hz, the CPU's base clock (speeds.cpu_clock)
     chunk: int  # --chunked-prefill-size
     threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
@@ -41,6 +43,8 @@ class Setup:
     decode_cycles: float = (
         0.0  # core cycles per weight decoding a microscaled expert weight (speeds.weight_decode_cycles)
     )
+    vec_flops_per_cycle: int = 0  # the vec path's rate (speeds.vec_flops_per_cycle); 0: as flops_per_cycle
+    clock_why: str = ""  # where the clock comes from: a data sheet, or an assumption said on --explain
 
     @property
     def hit(self) -> float:
@@ -62,9 +66,11 @@ def setup_for(
     hit_rate: float | None = None,
     kv_dtype_bytes: int = 2,
 ) -> Setup:
-    fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method)
+    zen5 = is_zen5(host.cpu.brand, host.cpu.vendor, host.cpu.family)
+    fpc, _ = cpu_flops_per_cycle(host.cpu.flags, method, zen5)
+    vec, _ = vec_flops_per_cycle(host.cpu.flags, method, zen5)
     decode_cycles, _ = weight_decode_cycles(host.cpu.flags, method)
-    clock, _ = cpu_clock(host.cpu.brand)
+    clock, clock_why = cpu_clock(host.cpu.brand)
     return Setup(
         spec=spec,
         method=method,
@@ -82,6 +88,8 @@ def setup_for(
         measured_bps=measured_per_socket(host),
         kv_dtype_bytes=kv_dtype_bytes,
         decode_cycles=decode_cycles,
+        vec_flops_per_cycle=vec,
+        clock_why=clock_why,
     )
 
 
@@ -105,14 +113,19 @@ class Step:
 
 
 def cpu_bandwidth(s: Setup, t: Terms = TERMS) -> float:
-    """Sustained read bandwidth of kt-kernel's subpools: each socket's share of its rated bandwidth (never more than
-    `probe --bandwidth` read from it), times the sockets the subpools span, never more than the threads can pull.
+    """Sustained read bandwidth of kt-kernel's subpools: one socket's share of its rated bandwidth (never more than
+    `probe --bandwidth` read from it), never more than the threads can pull.
+
     --kt-threadpool-count N splits every expert N ways ("NUMA subpools (TP count)", kt_kernel/experts.py:180) and
-    each subpool reads its slice from its own node, so the sockets' bandwidths add."""
+    each subpool allocates its slice on its own node (operators/amx/moe_base.hpp:35-44 in a membind-ed worker,
+    cpu_backend/worker_pool.h:48), so ideally the sockets' bandwidths would add. The published runs say they do
+    not: every two-subpool source decodes as one socket would, and adding the second socket's bandwidth put a
+    37-stream 8-GPU run 2.3x over (benchmarks/results/forecast-validation.md). Until a run with one and two
+    subpools on one machine says why, the second socket adds threads (compute), not read bandwidth."""
     per = socket_bandwidth(s.memory) * t.cpu_bw_eff
     if s.measured_bps is not None:
         per = min(per, s.measured_bps)
-    return min(per * s.sockets, s.threads * CORE_BW)
+    return min(per, s.threads * CORE_BW)
 
 
 def upload_copy(s: Setup, t: Terms = TERMS) -> float:
@@ -121,8 +134,18 @@ def upload_copy(s: Setup, t: Terms = TERMS) -> float:
     return socket_bandwidth(s.memory) * t.upload_copy_eff
 
 
-def cpu_flops(s: Setup, t: Terms = TERMS) -> float:
-    return s.threads * s.clock * s.flops_per_cycle * t.cpu_flops_eff
+def cpu_flops(s: Setup, t: Terms = TERMS, tokens: int | None = None) -> float:
+    """FLOP/s of the CPU experts for a pass of `tokens` tokens: kt-kernel's mat-mat path (AMX tiles for the AMX
+    methods) only above 4 x experts / top-k tokens, the vec path below (moe.hpp:244, k2-moe.hpp:95)."""
+    fpc = s.flops_per_cycle
+    if tokens is not None and s.vec_flops_per_cycle and tokens <= vec_switch(s):
+        fpc = s.vec_flops_per_cycle
+    return s.threads * s.clock * fpc * t.cpu_flops_eff
+
+
+def vec_switch(s: Setup) -> int:
+    """The most tokens kt-kernel runs on its vec path: qlen > 4 * expert_num / num_experts_per_tok takes mat_mul."""
+    return 4 * s.spec.routed_experts // max(1, s.spec.experts_per_token)
 
 
 def weight_decode(s: Setup, tokens_per_expert: float) -> float:

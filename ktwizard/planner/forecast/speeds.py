@@ -5,6 +5,7 @@ throughput (host/gpu_specs.py, each card with its source), PCIe links, and host 
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, replace
 
@@ -127,12 +128,35 @@ def socket_bandwidth(m: MemorySpeed) -> float:
     return m.channels_per_socket * m.speed_mts * 1e6 * 8
 
 
-def cpu_flops_per_cycle(flags: tuple[str, ...], method: str) -> tuple[int, str]:
-    """Peak multiply-adds x 2 per core and cycle for the kernel kt-kernel runs for `method` on these flags."""
+def is_zen5(brand: str, vendor: str = "", family: int | None = None) -> bool:
+    """AMD Zen 5 (EPYC 9xx5 Turin, Ryzen 9000, Threadripper 9000; CPUID family 26): a full 512-bit datapath with two
+    512-bit shuffle pipes, where Zen 4 double-pumps 256-bit ones and Intel has one (port 5) for 512-bit permutes."""
+    if family is not None and vendor == "AuthenticAMD":
+        return family == 26
+    return bool(re.search(r"EPYC 9\d\d5|Ryzen (9|7|5) 9\d\d0|Threadripper( PRO)? 99\d5", brand))
+
+
+def cpu_flops_per_cycle(flags: tuple[str, ...], method: str, zen5: bool = False) -> tuple[int, str]:
+    """Peak multiply-adds x 2 per core and cycle for the kernel kt-kernel runs for `method` on these flags, on its
+    mat-mat path (speeds.vec_flops_per_cycle: the path of a step with few tokens per expert)."""
     if method.startswith("AMX") and "amx_tile" in flags:
         return 1024, "AMX tiles (BF16: 16x32x16 per 16 cycles)"
-    if method.startswith("FP8"):  # x86 has no FP8 arithmetic: every weight is decoded to BF16 in registers first
-        return 32, "AVX-512 with software E4M3 decode (a quarter of the BF16 dot-product rate)"
+    return vec_flops_per_cycle(flags, method, zen5)
+
+
+def vec_flops_per_cycle(flags: tuple[str, ...], method: str, zen5: bool = False) -> tuple[int, str]:
+    """The AVX-512 / AVX2 rate: what every step of at most 4 x experts / top-k tokens runs at, AMX methods too --
+    kt-kernel takes vec_mul (integer_mat_mul<K, false>: AVX-512, not the AMX tiles) below that switch
+    (operators/amx/moe.hpp:244-260, k2-moe.hpp:95-110, bf16-moe.hpp:103-116), so many-stream decode never reaches
+    AMX."""
+    if method.startswith("FP8") and "avx512f" in flags:
+        # x86 has no FP8 arithmetic: avx_kernel decodes 128 weights with 8 512-bit permutes/unpacks per token row
+        # beside 4 dpbf16 (la/amx_raw_kernels.hpp:336-390): the shuffle pipes bind -- two on Zen 5, one elsewhere
+        if zen5:
+            return 64, "AVX-512 with software E4M3 decode on Zen 5's two 512-bit shuffle pipes"
+        return 32, "AVX-512 with software E4M3 decode (one 512-bit shuffle pipe: a quarter of the BF16 rate)"
+    if method.startswith("FP8"):
+        return 32, "software E4M3 decode"
     if "avx512_bf16" in flags:
         return 128, "AVX-512 BF16 dot products (2 FMA ports)"
     if "avx512f" in flags:

@@ -27,21 +27,21 @@ class Terms:
 # terms on decode figures, then the prefill terms; never fitted to ktransformers#1914, #1730 or the
 # Kimi-K2-Thinking-Native tutorial (forecast-validation.md).
 TERMS = Terms(
-    cpu_bw_eff=0.723,  # per socket: two subpools on two sockets read twice what one does
-    gpu_bw_eff=0.936,
-    attn_bw_eff=0.46,
-    attn_lane_bps=2.06e11,
-    layer_step_s=2.51e-4,
-    allreduce_s=3.65e-5,
-    cpu_flops_eff=0.424,
-    pcie_eff=0.525,
-    gpu_flops_eff=0.761,
-    upload_copy_eff=0.12,
-    ar_bw_eff=0.167,
-    request_s=0.106,
+    cpu_bw_eff=0.735,  # of one socket: a second subpool's socket adds threads, not read bandwidth (setup.cpu_bandwidth)
+    gpu_bw_eff=0.7,
+    attn_bw_eff=0.766,
+    attn_lane_bps=1.96e11,
+    layer_step_s=1.76e-4,
+    allreduce_s=0.0,
+    cpu_flops_eff=0.281,
+    pcie_eff=0.522,
+    gpu_flops_eff=0.76,
+    upload_copy_eff=0.117,
+    ar_bw_eff=0.171,
+    request_s=0.0533,
 )
 CORE_BW = 20e9  # one core's sustained streaming read, B/s (a thread-count cap, not fitted: few figures vary threads)
 
 # Held-out error (forecast / published - 1) of figures from sources never fitted, 10th and 90th percentile: a
 # forecast's range is value / (1 + p90) .. value / (1 + p10) (benchmarks/results/forecast-validation.md).
-HELD_OUT = {"decode": (-0.385, 0.25), "prefill": (-0.403, 0.454)}
+HELD_OUT = {"decode": (-0.124, 0.107), "prefill": (-0.277, 0.338)}

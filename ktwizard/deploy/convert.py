@@ -1,0 +1,118 @@
+"""Run kt-kernel's own CPU-weight converter (scripts/convert_cpu_weights.py, "cc:" below; see planner/convert.py) as
+a child process in the Python that has kt-kernel 0.7.2 and torch, with progress read from its own lines, and the
+output renamed into place only when the converter said it finished and its index is there.
+
+Per-layer resumption is not offered: with merged output the converter numbers shards and builds the index from the
+layers of the current run only (cc:420-437, 474-490), so a --resume-layer run writes an index without the earlier
+layers. A failed run's partial folder is removed and the next run starts again."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ktwizard.errors import KtwizardError
+
+MARKER = ".ktwizard-converted.json"
+LAYER = re.compile(r"^Processing layer (\d+) \((\d+)/(\d+)\)")  # cc:428
+DONE = "Conversion completed successfully!"  # cc:496
+ERROR = re.compile(r"^(Error during conversion: .*|\w*Error: .*)$")  # cc:1247, and the traceback's last line
+
+
+@dataclass(frozen=True)
+class Converted:
+    output: Path
+    seconds: float
+    peak_rss: int  # bytes: the converter's maximum resident set (getrusage of the waited child)
+    layers: int
+
+
+def converter(env: dict[str, str] | None = None) -> tuple[str, str]:
+    """KTWIZARD_KT_PYTHON (kt-kernel 0.7.2 with torch) and the converter script: KTWIZARD_KT_CONVERTER, else where
+    .ci/run puts it (PREFIX/share/kt-kernel/convert_cpu_weights.py)."""
+    env = dict(os.environ) if env is None else env
+    py = env.get("KTWIZARD_KT_PYTHON")
+    if not py or not Path(py).is_file():
+        raise KtwizardError(
+            "the converter needs a Python with kt-kernel 0.7.2 and torch: set KTWIZARD_KT_PYTHON (.ci/run installs "
+            "one in /opt/ktwizard-kt)"
+        )
+    script = env.get("KTWIZARD_KT_CONVERTER") or str(
+        Path(py).parents[1] / "share" / "kt-kernel" / "convert_cpu_weights.py"
+    )
+    if not Path(script).is_file():
+        raise KtwizardError(
+            f"{script}: kt-kernel's convert_cpu_weights.py is not there (the wheel does not ship scripts/); set "
+            "KTWIZARD_KT_CONVERTER to it"
+        )
+    return py, script
+
+
+def run(
+    python: str,
+    script: str,
+    source: Path,
+    output: Path,
+    input_type: str,
+    quant: str,
+    threads: int,
+    pools: int,
+    on_layer: Callable[[int, int], None] = lambda done, total: None,
+) -> Converted:
+    import json
+    import resource
+
+    partial = output.with_name(output.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    argv = [python, script, "--input-path", str(source), "--input-type", input_type, "--output", str(partial)]
+    argv += ["--quant-method", quant, "--cpuinfer-threads", str(threads), "--threadpool-count", str(pools)]
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    last_error, finished, total = "", False, 0
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            line = line.rstrip()
+            m = LAYER.match(line)
+            if m:
+                total = int(m.group(3))
+                on_layer(int(m.group(2)) - 1, total)
+            elif line == DONE:
+                finished = True
+            elif ERROR.match(line):
+                last_error = line
+        rc = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    finally:
+        # the converter cleans its /dev/shm scratch only on success (cc:631-637): a failed run's is removed here
+        shutil.rmtree(f"/dev/shm/kt_convert_{proc.pid}", ignore_errors=True)
+    seconds = time.monotonic() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    if rc != 0 or not finished or not (partial / "model.safetensors.index.json").is_file():
+        shutil.rmtree(partial, ignore_errors=True)
+        why = last_error or f"exit status {rc}" + ("" if finished else ", it did not report completion")
+        raise KtwizardError(f"kt-kernel's converter failed: {why[:300]}; nothing was left at {output}")
+    on_layer(total, total)
+    (partial / MARKER).write_text(json.dumps({"source": str(source), "quant": quant, "layers": total}) + "\n")
+    os.rename(partial, output)
+    return Converted(output, seconds, peak, total)
+
+
+def is_converted(folder: Path) -> bool:
+    return (folder / MARKER).is_file() and (folder / "model.safetensors.index.json").is_file()
