@@ -33,4 +33,3 @@ def attention_flops(spec: ModelSpec, n: int, prefix: int) -> float:
     layers, as the model's family counts them (a MiniMax sparse layer attends to its top-k blocks only but scores
     every key with its index heads; DeepSeek-V4 attends its window and compressed entries)."""
     return family_of(spec).attention_flops(spec, n, prefix)
-
