@@ -713,7 +713,7 @@ def deepseek_v4_preset(pid: str, name: str, f: dict, published: dict) -> dict:
 
 # --- MiniMax-M3 (its own block: a vision-language wrapper with block-sparse attention) -----------------------------
 # The facts block keeps the checkpoint's config.json nearly verbatim (text_config, vision_config), so the preset is
-# the same JSON a downloaded folder holds and goes through the same parser (ktwizard/models/families.py MINIMAX_M3).
+# the same JSON a downloaded folder holds and goes through the same parser (ktwizard/families/minimax_m3).
 M3_SGLANG = {
     # kvcache-ai/ktransformers doc/en/kt-kernel/MiniMax-M3-Tutorial.md; function_call_parser.py:32 (minimax-m3)
     "tool_call_parser": "minimax-m3",

@@ -8,11 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ktwizard.errors import BadInput
-from ktwizard.models import glm5_next
+from ktwizard.families.registry import family_for  # the one import upward: which family reads this config
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.families import family_for, is_full_attention
 from ktwizard.models.formats import BF16, WeightFormat
-from ktwizard.models.minimax_m3 import sparse_layers as minimax_sparse_layers
 
 # Sizes no real model has: a config with more is a typing error or hostile, and would allocate without bound.
 MAX_LAYERS = 1024
@@ -105,17 +103,8 @@ def with_hf_quant_config(cfg: dict, hf_quant: Any) -> dict:
     return {**cfg, "quantization_config": {"quant_method": "modelopt", **section}}
 
 
-def _full_attention_at(kind: str, text: dict[str, Any], layers: int, where: str) -> tuple[int, ...]:
-    """Hybrid models' softmax-attention layers (GLM-5-Next's DSA layers, Qwen3-Next / Qwen3.5's full layers)."""
-    if kind == glm5_next.KIND:
-        return glm5_next.full_attention_layers(text, layers, where)
-    if kind == "hybrid_linear":
-        return tuple(i for i in range(layers) if is_full_attention(text, i))
-    return ()
-
-
 def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
-    """Architecture facts from config.json keys, read by the model's family entry (models/families.py)."""
+    """Architecture facts from config.json keys, read by the model's family (ktwizard/families/)."""
     if not isinstance(cfg, dict):
         raise BadInput(f"{where}: expected a JSON object")
     archs = cfg.get("architectures") or []
@@ -145,7 +134,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
     ):
         raise BadInput(f"{where}: 'estimated_bytes' must be a mapping of names to byte counts")
     attention = family.attention(c, layers)
-    sparse_at, index_value_at = minimax_sparse_layers(c, layers) if attention.kind == "gqa_msa" else ((), ())
+    sparse_at, index_value_at = family.sparse_layers(c, layers) if family.sparse_layers else ((), ())
     return Arch(
         family=family.name,
         architecture=arch,
@@ -170,7 +159,7 @@ def parse_config(cfg: dict[str, Any], where: str = "config.json") -> Arch:
         text_prefix=prefix,
         qk_norm=bool(text.get("use_qk_norm", True)),
         estimated=tuple(sorted((str(k), int(v)) for k, v in estimated.items())),
-        full_attention_at=_full_attention_at(attention.kind, text, layers, where),
+        full_attention_at=family.full_attention_at(text, layers, where) if family.full_attention_at else (),
         sparse_attention_at=sparse_at,
         index_value_at=index_value_at,
         # swigluoai with a nonzero alpha: kt-kernel disambiguates it from plain SiLU by alpha != 0

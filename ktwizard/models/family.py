@@ -1,7 +1,6 @@
-"""What a model family is: how its config reads into an MoE layout and attention facts, and which tensors a layer has.
+"""The vocabulary family config readers share: the MoE layout a config reads into, the vision-language unwrapper.
 
-The table of families is models/families.py; families with their own module (DeepSeek-V4, GLM-5-Next, MiniMax-M3)
-build their entry from these types.
+The families themselves (their readers, tensors, pools, flags and rules) are ktwizard/families/<name>/.
 """
 
 from __future__ import annotations
@@ -10,9 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.formats import WeightFormat
-from ktwizard.models.spec import Attention
+from ktwizard.models.arch import Arch
 from ktwizard.models.tensors import Tensor
 
 
@@ -28,21 +25,6 @@ class MoeLayout:
     score_bias: bool = False  # the router keeps an fp32 e_score_correction_bias
     dense_intermediate: int = 0  # width of the dense MLP of non-MoE layers
     hash_layers: int = 0  # leading layers routed by token id (DeepSeek-V4)
-
-
-@dataclass(frozen=True)
-class Family:
-    name: str
-    architectures: tuple[str, ...]
-    moe: Callable[[ConfigReader, int], MoeLayout]  # (config, layers) -> MoE layout
-    attention: Callable[[ConfigReader, int], Attention]  # (config, layers) -> attention facts
-    attention_tensors: Callable[[str, Arch, int], Iterator[Tensor]]  # (layer prefix, arch, layer) -> tensors
-    moe_tensors: Callable[[str, Arch], Iterator[Tensor]]  # (layer prefix, arch) -> router, experts, shared experts
-    # Kimi K2.5+ wrap the text model in a vision-language config: (text config, tensor-name prefix)
-    unwrap: Callable[[dict[str, Any]], tuple[dict[str, Any], str]] | None = None
-    # A checkpoint that keeps its own tensor names and formats (DeepSeek-V4): its whole inventory, its formats reader
-    inventory: Callable[[Arch], Iterator[Tensor]] | None = None
-    formats: Callable[[dict[str, Any]], tuple[WeightFormat, WeightFormat]] | None = None
 
 
 def no_layer_tensors(p: str, a: Arch, i: int = 0) -> Iterator[Tensor]:

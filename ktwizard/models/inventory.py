@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from fnmatch import translate
 from functools import lru_cache
 
+from ktwizard.families.registry import BY_NAME  # the one import upward: the family's tensor layout
 from ktwizard.models.arch import Arch
-from ktwizard.models.families import BY_NAME
 from ktwizard.models.tensors import Tensor, linear, mlp, plain
 
 __all__ = ["Tensor", "tensors"]

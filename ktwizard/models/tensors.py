@@ -1,6 +1,6 @@
 """Tensor building blocks: a linear layer in each weight format, MLPs, attention variants and expert stacks.
 
-Families (models/families.py) compose these into the tensors of one decoder layer.
+Families (ktwizard/families/) compose these into the tensors of one decoder layer.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from dataclasses import replace
 from math import ceil
 
 from ktwizard.errors import BadInput
+from ktwizard.families.registry import of as family_of
 from ktwizard.host.imagetag import local_image
 from ktwizard.host.profile import GPU, HostProfile
 from ktwizard.models.presets import Recipe, SglangHints
@@ -21,7 +22,7 @@ from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, ch
 from ktwizard.planner.threads import ThreadPlan, plan_threads
 from ktwizard.planner.types import PLACEMENTS, Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
-from ktwizard.runtime import glm5_next, kernel_table, kernels, rules
+from ktwizard.runtime import kernel_table, kernels, rules
 from ktwizard.runtime.catalog import check_flags
 from ktwizard.units import human
 
@@ -204,11 +205,10 @@ def plan(
     capabilities = tuple(g.compute_capability for g in gpus)
     if problem := kernels.gpu_problem(spec, capabilities):
         overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
-    if problem := glm5_next.method_problem(spec, choice.method):
-        overflows.insert(0, problem)  # GLM-5-Next: native FP8 checkpoint and --kt-method FP8 only
-    if problem := glm5_next.kv_problem(spec, capabilities, goals.kv_dtype or "auto"):
-        overflows.insert(0, problem)
-    if problem := glm5_next.gpu_problem(spec, capabilities):
+    family = family_of(spec)
+    for problem in family.start_problems(spec, choice.method, capabilities, goals.kv_dtype or "auto"):
+        overflows.insert(0, problem)  # the family's start-up rules (GLM-5-Next: native FP8 and --kt-method FP8 only)
+    if problem := family.gpu_problem(spec, capabilities):
         overflows.insert(0, problem)  # GLM-5-Next: SM86, SM89 and Blackwell only
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
@@ -231,7 +231,7 @@ def plan(
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
     rendered = {f.name: f.value for f in flags}
-    if not (kernels.gpu_problem(spec, capabilities) or glm5_next.gpu_problem(spec, capabilities)) and (
+    if not (kernels.gpu_problem(spec, capabilities) or family.gpu_problem(spec, capabilities)) and (
         problem := kernel_table.arch_problem(spec, rendered, capabilities)
     ):
         overflows.insert(0, problem)  # it would load and die at the first forward: a kernel this GPU lacks (#49)

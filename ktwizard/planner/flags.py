@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ktwizard.families.registry import of as family_of
 from ktwizard.host.profile import GPU
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
@@ -14,8 +15,8 @@ from ktwizard.planner.methods import MethodChoice
 from ktwizard.planner.model_flags import attention_flags, moe_runner_flags
 from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
-from ktwizard.runtime import glm5_next, rules
 from ktwizard.runtime import release as runtime_env
+from ktwizard.runtime import rules
 
 SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 SERVED_BAD = re.compile(r"[^A-Za-z0-9._:/@+-]+")
@@ -230,9 +231,9 @@ def build_flags(
         ),
     ]
     f += attention_flags(spec, goals, hints, sizing, gpus)
-    if glm5_next.applies(spec):
-        # server_args.py:1597-1601 refuses mixed chunks for this model; the rest of the list is never rendered
-        f = [fl for fl in f if fl.name not in glm5_next.REFUSED_FLAGS]
+    # flags the family's runtime refuses (GLM-5-Next: mixed chunks, server_args.py:1597-1601) are never rendered
+    refused = family_of(spec).refused_flags()
+    f = [fl for fl in f if fl.name not in refused]
     f += moe_runner_flags(spec, gpus)
     if _blackwell(gpus) and (
         spec.expert_format.kind.startswith("fp8") or spec.other_format.kind.startswith("fp8") or spec.attention.mla
@@ -257,7 +258,7 @@ def build_flags(
         )
     if sizing.checkpoint_kv:
         f.append(Flag("--kv-cache-dtype", *sizing.checkpoint_kv))
-    elif goals.kv_dtype == "fp8_e4m3" and sizing.dsa_kv is None and not rules.is_dsv4(spec):
+    elif goals.kv_dtype == "fp8_e4m3" and not family_of(spec).fixed_kv(spec):
         f.append(Flag("--kv-cache-dtype", "fp8_e4m3", "FP8 KV cache: half the bytes per token"))
     if hints.reasoning_parser:
         f.append(Flag("--reasoning-parser", hints.reasoning_parser, "separates the model's reasoning from its answer"))
@@ -383,6 +384,6 @@ def build_env(
                 "sparse-attention model it has no indexer weights for (hf_transformers_utils.py:397, :483-500)",
             )
         )
-    if spec is not None and rules.is_dsv4(spec):
-        env += [EnvVar(name, value, why) for name, value, why in rules.DSV4_ENV]
+    if spec is not None:
+        env += [EnvVar(name, value, why) for name, value, why in family_of(spec).env(spec)]
     return tuple(env)

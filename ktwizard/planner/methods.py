@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.errors import BadInput
+from ktwizard.families.registry import of as family_of
 from ktwizard.host.isa import kt_variant
 from ktwizard.models.spec import ModelSpec
-from ktwizard.runtime import glm5_next
 
 NATIVE = {
     "int4_group": "RAWINT4",
@@ -134,12 +134,8 @@ def layerwise_supported(spec: ModelSpec, method: str) -> tuple[bool, str]:
         return False, LAYERWISE_GAPS[method]
     if method not in LAYERWISE:
         return False, f"{method} has no layerwise prefill path (native methods only)"
-    if glm5_next.applies(spec):
-        return False, glm5_next.layerwise_reason()
-    if spec.architecture == "GptOssForCausalLM":
-        # srt/layers/quantization/mxfp4.py:702 deletes w13_weight on the triton_kernels MoE path, and
-        # kt_ep_wrapper.py:5737-5745 then finds no weights for a full-GPU layer: it is never allocated.
-        return False, "gpt-oss runs its experts through triton_kernels, which leaves no full-GPU layer to build"
+    if refusal := family_of(spec).layerwise_refusal(spec):  # GLM-5-Next, gpt-oss: families/<name>/
+        return False, refusal
     return True, ""
 
 

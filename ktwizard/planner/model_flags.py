@@ -1,83 +1,27 @@
-"""The flags a model's own architecture demands in sglang-kt 0.7.2: its attention (DSA / NSA, GLM-5-Next,
-DeepSeek-V4, or the family's documented backend) and its MoE runner and quantization (gpt-oss, MiniMax-M3). What the
-runtime would set or requires is rendered, so the plan says what runs."""
+"""The flags a model's own architecture demands in sglang-kt 0.7.2: its attention (asked of its family:
+families/<name>/attention_flags) and its MoE runner and quantization (gpt-oss, MiniMax-M3). What the runtime would set
+or requires is rendered, so the plan says what runs."""
 
 from __future__ import annotations
 
+from ktwizard.families.registry import of as family_of
 from ktwizard.host.profile import GPU
-from ktwizard.models import dsv4_kv
 from ktwizard.models.presets import SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.types import Flag, Goals
-from ktwizard.runtime import dsa, glm5_next, rules
+from ktwizard.runtime import rules
 
 
 def attention_flags(
     spec: ModelSpec, goals: Goals, hints: SglangHints, sizing: Sizing, gpus: tuple[GPU, ...]
 ) -> list[Flag]:
-    f: list[Flag] = []
-    if sizing.dsa_kv is not None:
-        # DeepSeek sparse attention: only the nsa backend takes the indexer's top-k (runtime/rules.py); what the
-        # runtime's DSA branch would set is rendered, so the plan says what runs
-        major = min(g.cc_major for g in gpus)
-        prefill, decode = dsa.nsa_kernels(sizing.dsa_kv, major)
-        kernel_src = "server_args.py:1752-1777"
-        if glm5_next.applies(spec):  # GLM's KPool4 needs the model-local trtllm dispatcher for both
-            prefill = decode = glm5_next.NSA_BACKEND
-            kernel_src = "server_args.py:1692-1706: GLM-5-Next's KPool4 dispatcher, the only one it accepts"
-        f += [
-            Flag(
-                "--attention-backend",
-                "nsa",
-                "DeepSeek sparse attention: only the nsa backend takes the indexer's top-k; sglang-kt 0.7.2 picks it "
-                "by itself for DeepseekV3ForCausalLM but not for this checkpoint's architecture (server_args.py:1855)",
-            ),
-            Flag("--nsa-prefill-backend", prefill, f"the NSA prefill kernel 0.7.2 uses here ({kernel_src})"),
-            Flag("--nsa-decode-backend", decode, f"the NSA decode kernel 0.7.2 uses here ({kernel_src})"),
-            Flag("--kv-cache-dtype", sizing.dsa_kv.dtype, sizing.dsa_kv.why + "; the KV pool is budgeted in it"),
-            Flag(
-                "--page-size",
-                dsa.NSA_PAGE_SIZE,
-                "DeepSeek sparse attention runs with 64-token pages (server_args.py:1925-1927, memory_pool.py:1785)",
-            ),
-        ]
-    if glm5_next.applies(spec):
-        f += [
-            Flag(
-                "--moe-runner-backend",
-                glm5_next.MOE_RUNNER,
-                "GLM-5-Next accepts only the triton MoE runner (server_args.py:1586-1594: the others do not carry its "
-                "swiglu_limit)",
-            ),
-            Flag(
-                "--disable-radix-cache",
-                True,
-                "GLM-5-Next's KPool tails are per request: the runtime turns the prefix cache off itself "
-                "(server_args.py:1664-1667)",
-            ),
-        ]
-    elif rules.is_dsv4(spec):
-        f += [
-            Flag(
-                "--attention-backend",
-                rules.DSV4_BACKEND,
-                "DeepSeek-V4's compressed attention: sglang-kt 0.7.2 forces it (server_args.py:1802-1806)",
-            ),
-            Flag("--page-size", dsv4_kv.PAGE_SIZE, "the sliding-window pool's page (server_args.py:1805, mixin :746)"),
-            Flag(
-                "--kv-cache-dtype",
-                rules.DSV4_KV_DTYPE,
-                "the only KV dtype 0.7.2 accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted"
-                + ("; --kv-dtype bf16 cannot be honoured for this model" if goals.kv_dtype == "bf16" else ""),
-            ),
-        ]
-    elif sizing.dsa_kv is None and hints.attention_backend:
-        f.append(
-            Flag("--attention-backend", hints.attention_backend, "the backend the KT docs use for this model family")
-        )
-    return f
+    """The attention backend, kernels, KV dtype and page size the model's family renders (families/<name>/)."""
+    rows = family_of(spec).attention_flags(
+        spec, goals.kv_dtype, hints.attention_backend or "", sizing.dsa_kv, min(g.cc_major for g in gpus)
+    )
+    return [Flag(name, value, why) for name, value, why in rows]
 
 
 def moe_runner_flags(spec: ModelSpec, gpus: tuple[GPU, ...]) -> list[Flag]:

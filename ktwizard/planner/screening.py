@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.errors import BadInput
+from ktwizard.families.registry import of as family_of
 from ktwizard.host.profile import HostProfile
 from ktwizard.models.presets import Recipe, SglangHints
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.methods import choose_method
-from ktwizard.runtime import glm5_next, kernel_table
+from ktwizard.runtime import kernel_table
 from ktwizard.runtime.kernels import gpu_problem
 from ktwizard.runtime.rules import loader_problem
 
@@ -26,7 +27,7 @@ def obstacle(spec: ModelSpec, host: HostProfile) -> str | None:
     capabilities = tuple(g.compute_capability for g in host.visible_gpus)
     if (
         gpu_problem(spec, capabilities)
-        or glm5_next.gpu_problem(spec, capabilities)
+        or family_of(spec).gpu_problem(spec, capabilities)
         or kernel_table.arch_problem(spec, {}, capabilities)
     ):
         return "GPU architecture lacks the kernel"

@@ -421,8 +421,8 @@ def test_presets_command():
 
 def test_every_family_in_the_table_has_a_preset_and_parses_it():
     """Adding a family is one table entry, a preset and a test: parse_config and the inventory read the table."""
+    from ktwizard.families.registry import FAMILIES
     from ktwizard.models.config import parse_config
-    from ktwizard.models.families import FAMILIES
     from ktwizard.models.presets import all_presets
 
     by_family: dict[str, list[str]] = {}

@@ -229,8 +229,8 @@ def test_a_qwen3_5_checkpoint_reads_as_the_runtime_names_its_tensors(tmp_path):
 
 def test_served_but_unsized_architectures_say_whose_gap_it_is():
     from ktwizard.errors import BadInput
+    from ktwizard.families.registry import BY_ARCHITECTURE, NOT_SIZED
     from ktwizard.models.config import parse_config
-    from ktwizard.models.families import BY_ARCHITECTURE, NOT_SIZED
 
     # every architecture still unsized is refused naming the gap (DeepSeek-V4 left the list in issue 43: it is sized)
     assert "DeepseekV4ForCausalLM" not in NOT_SIZED and "DeepseekV4ForCausalLM" in BY_ARCHITECTURE

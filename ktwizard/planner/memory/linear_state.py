@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ktwizard.families.registry import of as family_of
 from ktwizard.models.spec import ModelSpec
 from ktwizard.runtime import glm5_next
 
@@ -43,8 +44,9 @@ def _kda_layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
 
 
 def slots_per_request(spec: ModelSpec) -> int:
-    """GLM-5-Next runs with the radix cache forced off (server_args.py:1664-1667): one slot per request (:597-598)."""
-    return 1 if glm5_next.applies(spec) else SLOTS_PER_REQUEST
+    """The family's slots per request (GLM-5-Next runs with the radix cache forced off, server_args.py:1664-1667: one
+    slot per request, :597-598)."""
+    return family_of(spec).state_slots_per_request(spec)
 
 
 def layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
@@ -63,8 +65,7 @@ def layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
 
 
 def linear_layers(spec: ModelSpec) -> int:
-    a = spec.attention
-    return spec.layers - a.full_attention_layers if a.kind in ("hybrid_linear", "hybrid_dsa") else 0
+    return family_of(spec).linear_layers(spec)
 
 
 def per_request(spec: ModelSpec, tp: int) -> int:

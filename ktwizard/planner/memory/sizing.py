@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil, floor
 
+from ktwizard.families.registry import of as family_of
 from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
@@ -25,7 +26,7 @@ from ktwizard.planner.memory import ledger as L
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import Step
 from ktwizard.planner.types import Goals
-from ktwizard.runtime import dsa, glm5_next, rules
+from ktwizard.runtime import rules
 from ktwizard.units import human
 
 
@@ -70,18 +71,19 @@ class Sizing:
             chunk = max(chunk, 16384)  # the recipe's tested value on a 96 GB card: long prefills in fewer chunks
         self.chunk = max(512, min(chunk, self.tokens))
         self.graph_bs = max(1, min(graph_bs, goals.concurrency))
-        if glm5_next.applies(spec):  # server_args.py:1656-1662 captures batch sizes 1, 2 and 4 whatever is asked
-            self.graph_bs = glm5_next.GRAPH_MAX_BS
+        family = family_of(spec)
+        if forced := family.graph_max_bs():  # GLM-5-Next: server_args.py:1656-1662 captures 1, 2 and 4 whatever
+            self.graph_bs = forced
         self.layerwise = layerwise
         self.threshold = goals.prefill_threshold or layerwise_threshold(method, spec)  # the user's, else KT's
         self.backend = backend or "flashinfer"  # unknown: budget as if it took the costlier flashinfer paths
         self.backend_known = backend is not None
-        # DeepSeek sparse attention: the runtime settles the KV dtype itself (runtime/rules.py); budget that one
-        self.dsa_kv = dsa.dsa_kv(min(g.cc_major for g in gpus), goals.kv_dtype) if dsa.is_dsa(spec) else None
-        if glm5_next.applies(spec):  # the GPU profile fixes the KV dtype (runtime/glm5_next.py)
-            self.dsa_kv = glm5_next.kv_for(tuple(g.compute_capability for g in gpus))
-        # a checkpoint that names its KV dtype (ModelOpt); DeepSeek-V4 sizes its own pools
-        self.checkpoint_kv = None if self.dsa_kv or rules.is_dsv4(spec) else rules.checkpoint_kv(spec, goals.kv_dtype)
+        # DeepSeek sparse attention: the runtime settles the KV dtype itself (families/dsa.py, GLM-5-Next's GPU
+        # profile); budget that one
+        capabilities = tuple(g.compute_capability for g in gpus)
+        self.dsa_kv = family.dsa_kv(spec, capabilities, min(g.cc_major for g in gpus), goals.kv_dtype)
+        # a checkpoint that names its KV dtype (ModelOpt); a family whose runtime fixes the dtype is not asked
+        self.checkpoint_kv = None if family.fixed_kv(spec) else rules.checkpoint_kv(spec, goals.kv_dtype)
         if self.dsa_kv:
             fp8 = self.dsa_kv.fp8
         elif self.checkpoint_kv:
@@ -194,7 +196,7 @@ class Sizing:
     def ready(self) -> list[BudgetItem]:
         graphs = self.decode_steps(self.graph_bs)
         captured = M.captured_batch_sizes(self.graph_bs)
-        per_bs = 2 if self.spec.attention.kind == "gqa_swa" else 1
+        per_bs = family_of(self.spec).graph_bs_per_request()
         pool = max(s.bytes for s in graphs)
         items = [
             L.flashinfer_workspace(self.backend),

@@ -1,7 +1,5 @@
-"""Model families as a table: which architectures each serves, how its config reads, which tensors a layer has.
-
-Adding a family is one entry here, a preset and a test: parse_config and the tensor inventory are generic.
-"""
+"""The config readers and tensor layouts families share: GQA / MLA attention, the DeepSeek, GLM-4, Qwen3 and
+every-layer MoE layouts, the vision-language unwrappers (moved from models/families.py, issue #50)."""
 
 from __future__ import annotations
 
@@ -9,16 +7,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ktwizard.errors import BadInput
-from ktwizard.models import deepseek_v4, glm5_next, minimax_m3
 from ktwizard.models.arch import Arch, ConfigReader
-from ktwizard.models.family import Family, MoeLayout, no_layer_tensors, text_config_unwrap
+from ktwizard.models.family import MoeLayout, text_config_unwrap
 from ktwizard.models.spec import Attention
 from ktwizard.models.tensors import Tensor, experts, gpt_oss_experts, gqa, linear_attention, mla, mlp, plain
 
 # --- how configs read -----------------------------------------------------------------------------------------
 
 
-def _gqa_attention(
+def gqa_attention(
     cfg: ConfigReader, layers: int, kind: str = "gqa", full_layers: int = 0, sliding: int = 0
 ) -> Attention:
     heads = cfg.need("num_attention_heads")
@@ -38,7 +35,7 @@ def _gqa_attention(
     )
 
 
-def _mla_attention(cfg: ConfigReader, layers: int) -> Attention:
+def mla_attention(cfg: ConfigReader, layers: int) -> Attention:
     heads = cfg.need("num_attention_heads")
     nsa = "index_topk" in cfg.data or cfg.get("architectures", [""])[0] == "DeepseekV32ForCausalLM"
     return Attention(
@@ -56,9 +53,9 @@ def _mla_attention(cfg: ConfigReader, layers: int) -> Attention:
     )
 
 
-def _qwen3_next_attention(cfg: ConfigReader, layers: int) -> Attention:
+def qwen3_next_attention(cfg: ConfigReader, layers: int) -> Attention:
     full = sum(1 for i in range(layers) if is_full_attention(cfg.data, i))
-    return _gqa_attention(cfg, layers, "hybrid_linear", full)
+    return gqa_attention(cfg, layers, "hybrid_linear", full)
 
 
 def is_full_attention(cfg: dict[str, Any], layer: int) -> bool:
@@ -71,15 +68,15 @@ def is_full_attention(cfg: dict[str, Any], layer: int) -> bool:
     return (layer + 1) % int(interval) == 0
 
 
-def _gpt_oss_attention(cfg: ConfigReader, layers: int) -> Attention:
+def gpt_oss_attention(cfg: ConfigReader, layers: int) -> Attention:
     types = cfg.get("layer_types") or ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]
     if not isinstance(types, list):
         raise BadInput(f"{cfg.where}: config.json 'layer_types' must be a list")
     full = sum(1 for t in types if t == "full_attention")
-    return _gqa_attention(cfg, layers, "gqa_swa", full, cfg.count("sliding_window", 128))
+    return gqa_attention(cfg, layers, "gqa_swa", full, cfg.count("sliding_window", 128))
 
 
-def _deepseek_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
+def deepseek_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
     moe_inter = cfg.need("moe_intermediate_size")
     shared = cfg.count("n_shared_experts")
     first_dense, freq = cfg.count("first_k_dense_replace"), cfg.count("moe_layer_freq", 1) or 1
@@ -94,7 +91,7 @@ def _deepseek_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
     )
 
 
-def _glm4_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
+def glm4_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
     moe_inter = cfg.need("moe_intermediate_size")
     shared = cfg.count("n_shared_experts")
     return MoeLayout(
@@ -108,7 +105,7 @@ def _glm4_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
     )
 
 
-def _qwen3_moe(cfg: ConfigReader, layers: int, shared_key: str | None = None) -> MoeLayout:
+def qwen3_moe(cfg: ConfigReader, layers: int, shared_key: str | None = None) -> MoeLayout:
     step = cfg.count("decoder_sparse_step", 1) or 1
     only_mlp = cfg.get("mlp_only_layers") or []
     if not isinstance(only_mlp, list):
@@ -123,7 +120,7 @@ def _qwen3_moe(cfg: ConfigReader, layers: int, shared_key: str | None = None) ->
     )
 
 
-def _every_layer_moe(score_bias: bool) -> Callable[[ConfigReader, int], MoeLayout]:
+def every_layer_moe(score_bias: bool) -> Callable[[ConfigReader, int], MoeLayout]:
     """Mixtral, MiniMax-M2, gpt-oss: every layer is MoE and intermediate_size is one expert's width."""
 
     def read(cfg: ConfigReader, layers: int) -> MoeLayout:
@@ -139,10 +136,10 @@ def _every_layer_moe(score_bias: bool) -> Callable[[ConfigReader, int], MoeLayou
 
 # Qwen3.5 ships as a vision-language model: the decoder's keys are under text_config and its tensors under
 # model.language_model. (sglang/srt/models/qwen3_5.py:91 matches `model(.language_model)?.layers.N`).
-_qwen3_5_unwrap = text_config_unwrap("model.language_model.")
+qwen3_5_unwrap = text_config_unwrap("model.language_model.")
 
 
-def _kimi_vl_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def kimi_vl_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
     text = cfg.get("text_config")
     if not isinstance(text, dict) or (cfg.get("architectures") or [""])[0] != "KimiK25ForConditionalGeneration":
         return cfg, "model."
@@ -153,11 +150,11 @@ def _kimi_vl_unwrap(cfg: dict[str, Any]) -> tuple[dict[str, Any], str]:
 # --- which tensors a layer has ----------------------------------------------------------------------------------
 
 
-def _mla_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
+def mla_tensors(p: str, a: Arch, i: int) -> Iterator[Tensor]:
     return mla(f"{p}.self_attn", a)
 
 
-def _gqa_tensors(
+def gqa_tensors(
     bias: bool = False, qk_norm: str = "", sinks: bool = False
 ) -> Callable[[str, Arch, int], Iterator[Tensor]]:
     def layer(p: str, a: Arch, i: int) -> Iterator[Tensor]:
@@ -167,7 +164,7 @@ def _gqa_tensors(
     return layer
 
 
-def _hybrid_tensors(split_projections: bool) -> Callable[[str, Arch, int], Iterator[Tensor]]:
+def hybrid_tensors(split_projections: bool) -> Callable[[str, Arch, int], Iterator[Tensor]]:
     """Qwen3-Next (fused in_proj_qkvz / in_proj_ba) and Qwen3.5 (in_proj_qkv, _z, _b, _a: qwen3_5.py:270-305)."""
 
     def layer(p: str, a: Arch, i: int) -> Iterator[Tensor]:
@@ -178,7 +175,7 @@ def _hybrid_tensors(split_projections: bool) -> Callable[[str, Arch, int], Itera
     return layer
 
 
-def _gate_experts_shared(p: str, a: Arch) -> Iterator[Tensor]:
+def gate_experts_shared(p: str, a: Arch) -> Iterator[Tensor]:
     """DeepSeek, Kimi, GLM, Qwen3: mlp.gate (+ score bias), mlp.experts.N, mlp.shared_experts."""
     yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
     if a.score_bias:
@@ -188,190 +185,39 @@ def _gate_experts_shared(p: str, a: Arch) -> Iterator[Tensor]:
         yield from mlp(f"{p}.mlp.shared_experts", a.shared_intermediate, a.hidden, a.other_format)
 
 
-def _qwen3_shared_expert(p: str, a: Arch) -> Iterator[Tensor]:
+def qwen3_shared_expert(p: str, a: Arch) -> Iterator[Tensor]:
     """Qwen3-Next / Qwen3.5: one gated shared expert."""
     if a.shared_intermediate:
         yield from mlp(f"{p}.mlp.shared_expert", a.shared_intermediate, a.hidden, a.other_format)
         yield plain(f"{p}.mlp.shared_expert_gate.weight", (1, a.hidden))
 
 
-def _qwen3_next_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+def qwen3_next_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
     yield plain(f"{p}.mlp.gate.weight", (a.routed_experts, a.hidden))
     yield from experts(f"{p}.mlp.experts", a)
-    yield from _qwen3_shared_expert(p, a)
+    yield from qwen3_shared_expert(p, a)
 
 
-def _qwen3_5_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+def qwen3_5_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
     """Qwen3.5 stores each layer's experts packed: gate_up_proj [E, 2I, H] and down_proj [E, H, I] (kt-kernel's BF16
     loader reads exactly these, kt_kernel/utils/loader.py:573-582, 690-712)."""
     if a.expert_format.kind != "bf16":  # quantized Qwen3.5 releases keep per-expert tensors, as Qwen3-Next
-        yield from _qwen3_next_moe_tensors(p, a)
+        yield from qwen3_next_moe_tensors(p, a)
         return
     e, i, h = a.routed_experts, a.moe_intermediate, a.hidden
     yield plain(f"{p}.mlp.gate.weight", (e, h))
     yield plain(f"{p}.mlp.experts.gate_up_proj", (e, 2 * i, h))
     yield plain(f"{p}.mlp.experts.down_proj", (e, h, i))
-    yield from _qwen3_shared_expert(p, a)
+    yield from qwen3_shared_expert(p, a)
 
 
-def _block_sparse_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+def block_sparse_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
     """Mixtral: block_sparse_moe.gate, experts.N.w1/w3/w2 (no score bias: MiniMax-M2's is in minimax_m3.moe_tensors)."""
     yield plain(f"{p}.block_sparse_moe.gate.weight", (a.routed_experts, a.hidden))
     yield from experts(f"{p}.block_sparse_moe.experts", a, ("w1", "w3", "w2"))
 
 
-def _gpt_oss_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
+def gpt_oss_moe_tensors(p: str, a: Arch) -> Iterator[Tensor]:
     yield plain(f"{p}.mlp.router.weight", (a.routed_experts, a.hidden))
     yield plain(f"{p}.mlp.router.bias", (a.routed_experts,))
     yield from gpt_oss_experts(f"{p}.mlp.experts", a)
-
-
-FAMILIES: tuple[Family, ...] = (
-    Family(
-        "deepseek",
-        (
-            "DeepseekV2ForCausalLM",
-            "DeepseekV3ForCausalLM",
-            "DeepseekV32ForCausalLM",
-            "KimiK25ForConditionalGeneration",
-            # GLM-5 / 5.1 / 5.2: sglang/srt/models/glm4_moe.py:1297 subclasses DeepseekV2ForCausalLM (MLA + DSA indexer)
-            "GlmMoeDsaForCausalLM",
-        ),
-        _deepseek_moe,
-        _mla_attention,
-        _mla_tensors,
-        _gate_experts_shared,
-        unwrap=_kimi_vl_unwrap,
-    ),
-    # --- GLM-5-Next (GLM-5.3-Flash): KDA linear + DSA layers with hyper-connections (models/glm5_next.py) ---
-    Family(
-        "glm5_next",
-        (glm5_next.ARCHITECTURE,),
-        _deepseek_moe,
-        glm5_next.attention,
-        glm5_next.attention_tensors,
-        _gate_experts_shared,
-        unwrap=glm5_next.unwrap,
-    ),
-    # --- end GLM-5-Next ---
-    Family(
-        "qwen3_moe",
-        ("Qwen3MoeForCausalLM",),
-        _qwen3_moe,
-        _gqa_attention,
-        _gqa_tensors(qk_norm="per_head"),
-        _gate_experts_shared,
-    ),
-    Family(
-        "qwen3_next",
-        ("Qwen3NextForCausalLM",),
-        lambda cfg, layers: _qwen3_moe(cfg, layers, "shared_expert_intermediate_size"),
-        _qwen3_next_attention,
-        _hybrid_tensors(split_projections=False),
-        _qwen3_next_moe_tensors,
-    ),
-    Family(
-        "qwen3_5",
-        ("Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM"),
-        lambda cfg, layers: _qwen3_moe(cfg, layers, "shared_expert_intermediate_size"),
-        _qwen3_next_attention,
-        _hybrid_tensors(split_projections=True),
-        _qwen3_5_moe_tensors,
-        unwrap=_qwen3_5_unwrap,
-    ),
-    Family(
-        "glm4_moe",
-        ("Glm4MoeForCausalLM",),
-        _glm4_moe,
-        _gqa_attention,
-        _gqa_tensors(bias=True, qk_norm="per_head_optional"),
-        _gate_experts_shared,
-    ),
-    Family(
-        "minimax_m2",
-        ("MiniMaxM2ForCausalLM",),
-        _every_layer_moe(True),
-        _gqa_attention,
-        _gqa_tensors(qk_norm="per_layer"),
-        minimax_m3.moe_tensors,  # the same MoE layout as M3, F32 router
-    ),
-    Family(
-        "gpt_oss",
-        ("GptOssForCausalLM",),
-        _every_layer_moe(False),
-        _gpt_oss_attention,
-        _gqa_tensors(bias=True, sinks=True),
-        _gpt_oss_moe_tensors,
-    ),
-    # --- MiniMax-M3: sparse-attention layers with an index branch (models/minimax_m3.py) ---
-    Family(
-        "minimax_m3",
-        minimax_m3.ARCHITECTURES,
-        minimax_m3.moe,
-        lambda cfg, layers: minimax_m3.attention(_gqa_attention(cfg, layers), cfg, layers),
-        minimax_m3.attention_tensors,
-        minimax_m3.moe_tensors,
-        unwrap=minimax_m3.unwrap,
-    ),
-    Family(
-        "mixtral",
-        ("MixtralForCausalLM",),
-        _every_layer_moe(False),
-        _gqa_attention,
-        _gqa_tensors(),
-        _block_sparse_moe_tensors,
-    ),
-)
-# --- DeepSeek-V4 (issue #43, its own block) -------------------------------------------------------------------
-
-
-def _deepseek_v4_moe(cfg: ConfigReader, layers: int) -> MoeLayout:
-    """Every layer is MoE in the 2604 checkpoints (models/deepseek_v4.py:1061-1066 ignores first_k_dense_replace and
-    moe_layer_freq there); one shared expert of the routed width."""
-    moe_inter = cfg.need("moe_intermediate_size")
-    shared = cfg.count("n_shared_experts")
-    return MoeLayout(
-        experts=cfg.need("n_routed_experts"),
-        moe_intermediate=moe_inter,
-        moe_layers=tuple(range(layers)),
-        shared_experts=shared,
-        shared_intermediate=moe_inter * shared,
-        score_bias=True,
-        hash_layers=min(layers, deepseek_v4.hash_layers(cfg)),
-    )
-
-
-DEEPSEEK_V4 = Family(
-    "deepseek_v4",
-    (deepseek_v4.ARCHITECTURE,),
-    _deepseek_v4_moe,
-    deepseek_v4.attention,
-    no_layer_tensors,
-    no_layer_tensors,
-    inventory=deepseek_v4.tensors,
-    formats=deepseek_v4.formats,
-)
-FAMILIES = (*FAMILIES, DEEPSEEK_V4)
-
-BY_ARCHITECTURE = {arch: f for f in FAMILIES for arch in f.architectures}
-BY_NAME = {f.name: f for f in FAMILIES}
-
-
-# Served by sglang-kt 0.7.2 (their model classes are in the wheel) but not sized by ktwizard yet: their attention
-# keeps state the memory model does not describe. Named, so a user learns it is ktwizard's gap, not the runtime's.
-# Empty since DeepSeek-V4, GLM-5-Next and MiniMax-M3 are sized; the next release's new classes go here first.
-NOT_SIZED: dict[str, str] = {}
-
-
-def family_for(architecture: str, where: str) -> Family:
-    family = BY_ARCHITECTURE.get(architecture)
-    if family is None and architecture in NOT_SIZED:
-        raise BadInput(
-            f"{where}: {architecture} runs on sglang-kt 0.7.2, but ktwizard cannot size its memory yet "
-            f"({NOT_SIZED[architecture]}); see docs/models.md"
-        )
-    if family is None:
-        raise BadInput(
-            f"{where}: unknown architecture {architecture!r}; supported: {', '.join(sorted(BY_ARCHITECTURE))}"
-        )
-    return family

@@ -1,0 +1,57 @@
+"""DeepSeek-V2/V3/R1, Kimi K2 / K2.5, DeepSeek-V3.2 and GLM-5: MLA attention (with DeepSeek sparse attention's
+indexer when the config has index_topk), DeepSeek MoE (sglang/srt/models/deepseek_v2.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ktwizard.families import dsa, readers
+from ktwizard.families.base import Family, FlagRow, Pool
+from ktwizard.families.dsa import DsaKv
+from ktwizard.families.schemes import dsa_flags, dsa_pool
+from ktwizard.models.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class DeepSeek(Family):
+    def kv_pool(self, spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int, concurrency: int) -> Pool:
+        if dsa.is_dsa(spec):
+            return dsa_pool(spec, tokens, dtype_bytes)
+        return super().kv_pool(spec, tokens, tp, dtype_bytes, chunk, concurrency)
+
+    def dsa_kv(self, spec: ModelSpec, capabilities: tuple[str, ...], min_major: int, asked: str) -> DsaKv | None:
+        return dsa.dsa_kv(min_major, asked) if dsa.is_dsa(spec) else None
+
+    def fixed_kv(self, spec: ModelSpec) -> bool:
+        return dsa.is_dsa(spec)
+
+    def attention_flags(
+        self, spec: ModelSpec, kv_dtype: str, backend_hint: str, kv: DsaKv | None, min_major: int
+    ) -> list[FlagRow]:
+        if kv is None:
+            return super().attention_flags(spec, kv_dtype, backend_hint, kv, min_major)
+        prefill, decode = dsa.nsa_kernels(kv, min_major)
+        return dsa_flags(kv, prefill, decode, "server_args.py:1752-1777")
+
+    def kernel_needs(self) -> tuple[tuple[str, str], ...]:
+        return (("nsa", "server_args.py:1752-1777 (DSA checkpoints only)"),)
+
+
+FAMILY = DeepSeek(
+    "deepseek",
+    (
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",
+        "KimiK25ForConditionalGeneration",
+        # GLM-5 / 5.1 / 5.2: sglang/srt/models/glm4_moe.py:1297 subclasses DeepseekV2ForCausalLM (MLA + DSA indexer)
+        "GlmMoeDsaForCausalLM",
+    ),
+    ("mla", "mla_nsa"),
+    readers.deepseek_moe,
+    readers.mla_attention,
+    readers.mla_tensors,
+    readers.gate_experts_shared,
+    unwrap=readers.kimi_vl_unwrap,
+    source="sglang/srt/models/deepseek_v2.py",
+)
