@@ -58,6 +58,35 @@ COMMON_LIVE_SETS = (
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Batch:
+    """One forward batch as a step's live set sees it."""
+
+    tokens: int  # new tokens of the batch
+    prefix: int  # prefix tokens summed over its requests
+    longest: int  # the longest request's tokens, prefix and new (decode: the context a request may reach)
+    extend: bool  # prefill (extend) or decode
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """One attention step's live set from the family's runtime code: each tensor alive at the peak, with its bytes
+    on one rank, and the source lines that allocate them (planner/memory/steps.py turns it into a ledger Step)."""
+
+    path: str
+    parts: tuple[tuple[str, int], ...]
+    source: str
+
+    @property
+    def bytes(self) -> int:
+        return sum(b for _, b in self.parts)
+
+
+def heads(n: int, tp: int) -> int:
+    """Heads on one TP rank (a head count below the TP size is replicated: one per rank)."""
+    return max(1, -(-n // tp))
+
+
 def all_layers_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int) -> Pool:
     cell = spec.kv_cell_bytes(tp, dtype_bytes)
     return Pool(tokens, tokens * cell, f"{tokens} tokens x {cell} B per token (all layers, this rank)")
@@ -109,6 +138,12 @@ class Family:
 
     def live_sets(self) -> tuple[LiveSet, ...]:
         return COMMON_LIVE_SETS
+
+    def attention_step(self, spec: ModelSpec, tp: int, batch: Batch, common: StepParts) -> StepParts:
+        """The attention step's live set of one decoder layer at its peak: `common` is the shared GQA / MLA
+        arithmetic (planner/memory/steps.py); a family whose layers allocate more (sparse indexers, linear
+        attention) returns its own, the larger of its layer kinds' when it mixes them."""
+        return common
 
     # --- flags and runtime rules --------------------------------------------------------------------------------
     def attention_flags(

@@ -82,3 +82,47 @@ def nsa_cell_bytes(spec: ModelSpec, fp8: bool) -> int:
         latent = (a.kv_lora_rank + a.qk_rope_head_dim) * 2
     index = a.index_head_dim + a.index_head_dim // NSA_QUANT_BLOCK * 4
     return (latent + index) * layers
+
+
+# --- the indexer's live set in one DSA layer -------------------------------------------------------------------------
+LOGITS_SPLIT_ELEMENTS = 8_000_000  # nsa_indexer.py:482: below this the logits are never split
+DSA_TOPK = 2048  # config.json index_topk of GLM-5 and DeepSeek-V3.2; nsa_indexer.py:530 sizes topk_result by it
+
+
+def indexer_parts(spec: ModelSpec, tokens: int, keys: int, extend: bool) -> tuple[tuple[str, int], ...]:
+    """What the shared NSA indexer holds when its logits exist (layers/attention/nsa/nsa_indexer.py), for `tokens`
+    query rows against `keys` keys: the fp8 index q and fp32 head weights, the int32 top-k result (:530), and, for an
+    extend (the ragged path, :493-588), every request's index keys gathered with their fp32 scale per token (:538-549:
+    the per-request list and its torch.cat) and the fp32 logits of every row against every key of the batch
+    (deep_gemm.fp8_mqa_logits, :575). Above 8M elements the runtime may split the rows to fit half the free memory
+    (:474-491, :590-): never more than this. Decode (the paged path, :359-461) scores each request against its page
+    table's width (the context in a CUDA graph)."""
+    a = spec.attention
+    parts = [
+        ("indexer q (fp8) and head weights (fp32)", tokens * a.index_n_heads * (a.index_head_dim + 4)),
+        ("indexer top-k result (int32)", tokens * DSA_TOPK * 4),
+    ]
+    if extend:
+        parts.append(("indexer keys gathered and concatenated", 2 * keys * (a.index_head_dim + 4)))
+        parts.append(("indexer logits (fp32, every row x every key)", tokens * keys * 4))
+    else:
+        width = -(-keys // NSA_PAGE_SIZE) * NSA_PAGE_SIZE
+        parts.append(("indexer logits (fp32, page-table width)", tokens * width * 4))
+    return tuple(parts)
+
+
+INDEXER_SOURCE = "srt/layers/attention/nsa/nsa_indexer.py:474-588 (extend), :359-461 (decode)"
+
+
+def bounded_logits(parts: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """The extend logits as the runtime bounds them: above 8M elements it scores at most half the free memory's
+    rows at a time (nsa_indexer.py:474-491, :590-596), so the step fits wherever the free memory F holds
+    rest + min(logits, F / 2), i.e. F >= min(rest + logits, 2 x rest): the logits count up to the rest of the step."""
+    name = "indexer logits (fp32, every row x every key)"
+    logits = dict(parts).get(name)
+    if logits is None or logits < LOGITS_SPLIT_ELEMENTS * 4:
+        return parts
+    rest = sum(b for n, b in parts if n != name)
+    counted = min(logits, rest)
+    label = name if counted == logits else "indexer logits (fp32, split to half the free memory: counted as the rest)"
+    return tuple((label, counted) if n == name else (n, b) for n, b in parts)

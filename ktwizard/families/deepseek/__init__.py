@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.families import dsa, readers
-from ktwizard.families.base import Family, FlagRow, Pool
+from ktwizard.families.base import COMMON_LIVE_SETS, Batch, Family, FlagRow, LiveSet, Pool, StepParts
 from ktwizard.families.dsa import DsaKv
 from ktwizard.families.schemes import dsa_flags, dsa_pool
 from ktwizard.models.spec import ModelSpec
@@ -32,6 +32,30 @@ class DeepSeek(Family):
             return super().attention_flags(spec, kv_dtype, backend_hint, kv, min_major)
         prefill, decode = dsa.nsa_kernels(kv, min_major)
         return dsa_flags(kv, prefill, decode, "server_args.py:1752-1777")
+
+    def attention_step(self, spec: ModelSpec, tp: int, batch: Batch, common: StepParts) -> StepParts:
+        """A DSA layer (GLM-5, DeepSeek-V3.2): the MLA step of its path beside the indexer's live set, which is
+        computed before the attention and alive while its top-k is read (models/deepseek_v2.py forward_prepare)."""
+        if not dsa.is_dsa(spec):
+            return common
+        keys = batch.prefix + batch.tokens if batch.extend else batch.longest
+        parts = dsa.indexer_parts(spec, batch.tokens, keys, batch.extend)
+        return StepParts(
+            f"{common.path} + DSA indexer",
+            dsa.bounded_logits((*common.parts, *parts)),
+            f"{common.source}; {dsa.INDEXER_SOURCE}",
+        )
+
+    def live_sets(self) -> tuple[LiveSet, ...]:
+        return (
+            *COMMON_LIVE_SETS,
+            LiveSet("prefill chunk", "DSA models: the indexer's fp32 logits of every new token against every key of "
+                    "the batch, beside the MLA step", dsa.INDEXER_SOURCE),
+            LiveSet("decode", "DSA models: the indexer's fp32 logits per request over its page-table width",
+                    "srt/layers/attention/nsa/nsa_indexer.py:359-461"),
+            LiveSet("cuda graphs", "DSA models: the decode indexer's logits at the captured page-table width "
+                    "(the context)", "srt/layers/attention/nsa/nsa_indexer.py:377-380"),
+        )  # fmt: skip
 
     def kernel_needs(self) -> tuple[tuple[str, str], ...]:
         return (("nsa", "server_args.py:1752-1777 (DSA checkpoints only)"),)

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from math import ceil
 
 from ktwizard.families import readers
-from ktwizard.families.base import COMMON_LIVE_SETS, Family, FlagRow, LiveSet, Pool
+from ktwizard.families.base import COMMON_LIVE_SETS, Batch, Family, FlagRow, LiveSet, Pool, StepParts
 from ktwizard.families.dsa import DsaKv
-from ktwizard.families.glm5_next import rules
+from ktwizard.families.glm5_next import live_sets, rules
 from ktwizard.families.schemes import dsa_flags
 from ktwizard.models import glm5_next as model
 from ktwizard.models.spec import ModelSpec
@@ -89,11 +89,16 @@ class Glm5Next(Family):
     def kernel_needs(self) -> tuple[tuple[str, str], ...]:
         return (("nsa trtllm (KPool4)", "server_args.py:1692-1706"),)
 
+    def attention_step(self, spec: ModelSpec, tp: int, batch: Batch, common: StepParts) -> StepParts:
+        return live_sets.attention_step(spec, tp, batch, common)
+
     def live_sets(self) -> tuple[LiveSet, ...]:
         return (
             *COMMON_LIVE_SETS,
             LiveSet("prefill chunk", "the 4-stream mHC residual beside the KDA / DSA layer's activations",
                     "srt/models/glm5_next.py:218-246"),
+            LiveSet("prefill chunk", "KDA chunk temporaries, or the DSA indexer's 32-row logits chunk and keys",
+                    "srt/layers/attention/fla/kda.py:1141-1197; nsa/glm5_next_indexer_logits.py:28-158"),
             LiveSet("decode", "each request's KDA conv + temporal state and its KPool key / score tails",
                     "srt/layers/attention/mamba/mamba_utils.py:197-232; glm5_next_memory_pool.py:179-196"),
         )  # fmt: skip

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.families import readers
-from ktwizard.families.base import Family, Pool
+from ktwizard.families.base import COMMON_LIVE_SETS, Batch, Family, LiveSet, Pool, StepParts
+from ktwizard.families.minimax_m3 import live_sets
 from ktwizard.models import minimax_m3
 from ktwizard.models.spec import ModelSpec
 
@@ -28,6 +29,18 @@ class MiniMaxM3(Family):
             "SGLang's profile counts only the K/V (:57-193 has no MiniMax branch), so the index cache comes out of "
             "the room --mem-fraction-static leaves; the cap keeps the pool to what is budgeted here",
         )
+
+    def attention_step(self, spec: ModelSpec, tp: int, batch: Batch, common: StepParts) -> StepParts:
+        return live_sets.attention_step(spec, tp, batch, common)
+
+    def live_sets(self) -> tuple[LiveSet, ...]:
+        return (
+            *COMMON_LIVE_SETS,
+            LiveSet("prefill chunk", "a sparse layer's index block scores (fp32, every index head x row x key "
+                    "block), top-k blocks and index projections beside the main q/k/v", live_sets.SOURCE),
+            LiveSet("cuda graphs", "the decode index scores at the captured width (the context)",
+                    "layers/attention/minimax_sparse_ops/decode/flash_with_topk_idx.py:880-888"),
+        )  # fmt: skip
 
     def attention_flops(self, spec: ModelSpec, n: int, prefix: int) -> float:
         """Sparse layers attend their top-k blocks, their index heads score every key."""

@@ -227,14 +227,21 @@ class Sizing:
 
     def decode_steps(self, requests: int) -> tuple[Step, Step]:
         return (
-            steps.attention_step(self.spec, self.tp, requests, 0, self.backend, extend=False),
+            # each request may reach the context: the page table a sparse indexer scores (the captured width)
+            steps.attention_step(self.spec, self.tp, requests, 0, self.backend, extend=False, longest=self.context),
             steps.moe_step(self.spec, self.tp, requests, gpu_path=True, cpu_path=True, restore=None, requests=requests),
         )
 
     def prefill_steps(self, tokens: int, prefixes: tuple[int, ...]) -> tuple[Step, Step]:
         """The attention step at the costliest of the batch's prefix sums, and the MoE step of `tokens` tokens."""
+        c, ctx = self.goals.concurrency, self.context
+        riders = ctx * (c - 1)  # every other request rides with its whole context (runtime())
+
+        def longest(p: int) -> int:  # the longest request: a rider, or the prompt itself over its own prefix
+            return min(ctx, max(ctx if c > 1 else 0, p - riders + tokens))
+
         attn = max(
-            (steps.attention_step(self.spec, self.tp, tokens, p, self.backend) for p in prefixes),
+            (steps.attention_step(self.spec, self.tp, tokens, p, self.backend, longest=longest(p)) for p in prefixes),
             key=lambda s: s.bytes,
         )
         layerwise = self.layerwise and tokens >= self.threshold

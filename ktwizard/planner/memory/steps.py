@@ -22,9 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
+from ktwizard.families import registry
+from ktwizard.families.base import Batch, StepParts
+from ktwizard.families.dsa import DSA_TOPK
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
-from ktwizard.runtime import glm5_next
 
 # srt/models/deepseek_common/attention_backend_handler.py:10 MHA_ONE_SHOT_SUPPORTED_BACKENDS
 MLA_PREFIX_MHA_BACKENDS = ("flashinfer", "fa3", "flashmla")
@@ -54,10 +56,16 @@ class Step:
         return f"{self.path}: {shown}"
 
 
-def mla_path(backend: str, prefix: int, seq: int, extend: bool = True) -> str:
-    """The MLA forward method SGLang picks for an extend batch (or decode when extend is False)."""
+def mla_path(backend: str, prefix: int, seq: int, extend: bool = True, longest: int | None = None) -> str:
+    """The MLA forward method SGLang picks for an extend batch (or decode when extend is False); `longest`: the
+    longest request's tokens (default: `seq`)."""
     if not extend:
         return "absorbed"
+    if backend == "nsa":
+        # DSA: MHA in one shot when every request fits the indexer's top-k and the batch one chunk
+        # (layers/attention/nsa_backend.py:2351-2376; taken on SM90 / SM100 only, budgeted on every GPU)
+        short = (seq if longest is None else longest) <= DSA_TOPK
+        return "mha_one_shot" if short and seq <= MLA_MAX_CHUNK else "absorbed"
     if backend in MLA_PREFIX_MHA_BACKENDS:
         if prefix == 0 or prefix >= C.MLA_CHUNKED_PREFIX_MIN:
             return "mha_one_shot" if seq <= MLA_MAX_CHUNK else "mha_chunked"
@@ -93,43 +101,28 @@ def _dsv4_attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int) -> 
     return Step("attention", "DeepSeek-V4 compressed MQA", parts, src)
 
 
-def _kda_step(spec: ModelSpec, tp: int, tokens: int, extend: bool) -> Step:
-    """A GLM-5-Next KDA layer: the fused q/k/v/b/f_a/g_a and f_b/g_b projections (kimi_linear.py:205-276), the conv
-    output, and, for an extend, chunk_kda_fwd's temporaries alive at chunk_gated_delta_rule_fwd_h
-    (fla/kda.py:1141-1197, chunk_delta_h.py:296-307): the fp32 gate cumsum, the fp32 intra-chunk scores, w / u / kg,
-    one bf16 state per 64-token chunk and head, and v_new. Decode runs the recurrent kernel on the state pool."""
-    a, H, M = spec.attention, spec.hidden, tokens
-    n, d = a.linear_value_heads, a.linear_value_head_dim
-    hl, hd = _heads(n, tp), ceil(n * d / tp)
-    parts: list[tuple[str, int]] = [("mHC residual (4 streams)", 4 * M * H * 2), ("normed input", M * H * 2)]
-    parts += [("KDA projections", M * (5 * hd + hl + 2 * d) * 2), ("conv output q/k/v", 3 * M * hd * 2)]
-    if extend:
-        parts += [
-            ("gate cumsum (fp32)", M * hd * 4),
-            ("intra-chunk scores (fp32)", M * hl * 64 * 4),
-            ("w, u, kg", 3 * M * hd * 2),
-            ("chunk states", ceil(M / 64) * hl * d * d * 2),
-            ("v_new", M * hd * 2),
-        ]
-    parts.append(("attention output", M * hd * 2))
-    path = "KDA chunked" if extend else "KDA recurrent"
-    return Step("attention", path, tuple(parts), "srt/layers/attention/fla/kda.py:1141-1197, chunk_delta_h.py:296-307")
+def attention_step(
+    spec: ModelSpec,
+    tp: int,
+    tokens: int,
+    prefix: int,
+    backend: str,
+    extend: bool = True,
+    longest: int | None = None,
+) -> Step:
+    """The attention step of a batch of `tokens` new tokens whose requests hold `prefix` tokens of prefix in total;
+    `longest`: the longest request's tokens, prefix and new (decode: the context a request may reach; default the
+    whole batch as one request). The shared GQA / MLA arithmetic below, then the family's own layers
+    (families/<name>/: sparse indexers, linear attention; Family.attention_step)."""
+    batch = Batch(tokens, prefix, longest if longest is not None else prefix + tokens, extend)
+    step = _attention_step(spec, tp, tokens, prefix, backend, extend, batch.longest)
+    own = registry.of(spec).attention_step(spec, tp, batch, StepParts(step.path, step.parts, step.source))
+    return step if own.parts == step.parts else Step("attention", own.path, own.parts, own.source)
 
 
-def attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool = True) -> Step:
-    """The attention step of a batch of `tokens` new tokens whose requests hold `prefix` tokens of prefix in total."""
-    step = _attention_step(spec, tp, tokens, prefix, backend, extend)
-    if not glm5_next.applies(spec):
-        return step
-    # GLM-5-Next alternates KDA and DSA layers: the larger of the two steps is the one that binds; both keep the
-    # 4-stream mHC residual (glm5_next.py:218-246)
-    kda = _kda_step(spec, tp, tokens, extend)
-    dsa = Step(step.step, step.path, (("mHC residual (4 streams)", 4 * tokens * spec.hidden * 2), *step.parts[1:]),
-               step.source)  # fmt: skip
-    return max(kda, dsa, key=lambda s: s.bytes)
-
-
-def _attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool = True) -> Step:
+def _attention_step(
+    spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool, longest: int
+) -> Step:
     a, H, M = spec.attention, spec.hidden, tokens
     parts: list[tuple[str, int]] = [("residual", M * H * 2), ("normed input", M * H * 2)]
     if a.kind == "dsv4":
@@ -145,9 +138,6 @@ def _attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend:
                 ("paged and merged outputs", 2 * M * hl * a.head_dim * 2),
                 ("log-sum-exp of both parts", 2 * M * hl * 4),
             ]
-        if a.kind == "hybrid_linear":  # the linear-attention layers' q/k/v/z projections (gated delta net)
-            lin = 2 * a.linear_key_heads * a.linear_key_head_dim + 2 * a.linear_value_heads * a.linear_value_head_dim
-            parts.append(("linear-attention projections", M * ceil(lin / tp) * 2))
         return Step("attention", "GQA", tuple(parts), "srt/models/qwen2_moe.py / qwen3_moe.py attention forward")
     hl = _heads(a.heads, tp)
     r, rope, nope, v = a.kv_lora_rank, a.qk_rope_head_dim, a.qk_nope_head_dim, a.v_head_dim
@@ -155,7 +145,7 @@ def _attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int, backend:
         ("fused q/kv latent", M * (a.q_lora_rank + r + rope) * 2),
         ("q", M * hl * (nope + rope) * 2),
     ]
-    path = mla_path(backend, prefix, prefix + M, extend)
+    path = mla_path(backend, prefix, prefix + M, extend, longest)
     src = "srt/models/deepseek_common/attention_forward_methods/forward_mha.py:220-390"
     if path == "mha_one_shot":
         n = prefix + M  # every token of the batch, the extend part included, gathered and decompressed at once
