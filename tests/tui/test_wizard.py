@@ -129,6 +129,14 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             assert isinstance(app.screen, MonitorScreen), logged
             said = " ".join(" ".join(logged).split())  # the log wraps its lines
             assert "no Docker engine here" in said and "launching natively" in said, logged
+            # the Monitor's log pane follows the native server's log file, as `ktwizard monitor NAME` does (it
+            # was empty: the wizard built its own watch without the native log)
+            monitor = app.screen
+            assert monitor.watching.native[0] and monitor.watching.native[1], monitor.watching
+            from ktwizard.tui.panes import LogPane
+
+            pane = monitor.query_one(LogPane)
+            await until(pilot, lambda: any("fired up" in line for line in pane.kept), "the server's log in the pane")
             await pilot.press("q")
             await pilot.pause()
 

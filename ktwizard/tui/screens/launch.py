@@ -106,25 +106,23 @@ class LaunchScreen(Step):
         self.app.call_from_thread(self.launch_worker, plan, before)
 
     def action_monitor(self) -> None:
-        """Back to the monitor of what this wizard launched (Esc there comes back here)."""
-        from ktwizard.monitor.session import Watch
+        """Back to the monitor of what this wizard launched (Esc there comes back here): the watch `ktwizard monitor
+        NAME` opens (app.target), so a native server's log and process are watched too."""
+        from ktwizard.app.target import resolve, watch
         from ktwizard.tui.monitor_app import MonitorScreen
 
         d = cast(WizardHost, self.app).state.launched
         if d is None:
             self.notify("nothing launched yet: l launches", severity="warning")
             return
-        self.app.push_screen(
-            MonitorScreen(
-                Watch(
-                    url=d.url,
-                    container=d.name if d.kind == "docker" else None,
-                    predicted=self.plan.predicted_peaks(),
-                    gpus=cast(WizardHost, self.app).gpus,
-                    deployment=d.name,
-                )
-            )
-        )
+        try:
+            found = resolve(d.name, with_plan=False)
+        except KtwizardError as exc:
+            self.notify(exc.message, severity="error")
+            return
+        plan = self.launched_plan or self.plan
+        gpus = cast(WizardHost, self.app).gpus
+        self.app.push_screen(MonitorScreen(watch(found, gpus=gpus, predicted=plan.predicted_peaks())))
 
     def compose(self) -> ComposeResult:
         from ktwizard.render.docker import container_name
