@@ -584,3 +584,92 @@ def test_w_on_the_host_step_measures_this_machines_memory_and_shows_it_on_the_me
     assert before == () and any("this machine" in n for n in notes)
     assert measured and all(b.read_bps > 0 and b.error is None for b in measured)
     assert f"node {measured[0].node} {measured[0].read_bps / 1e9:.1f} GB/s" in cards
+
+
+async def launch_with_runner(pilot, weights, name: str, port: int, runner: str) -> object:
+    """The Launch step with GPUs "from the plan" (the default) and this runner, `l`, then Enter on the question."""
+    await to_plan(pilot, weights=weights)
+    await pilot.press("ctrl+n")
+    await pilot.pause()
+    s = pilot.app.screen
+    s.query_one("#name").value = name
+    s.query_one("#port").value = str(port)
+    s.query_one("#env").value = "STANDIN_STEP_S=0.05"
+    s.query_one("#runner").value = runner
+    s.query_one("#formats").focus()
+    await pilot.press("l")
+    await pilot.pause()
+    await pilot.press("enter")
+    return s
+
+
+def logged_text(screen) -> str:
+    return " ".join(" ".join(str(x.text) for x in screen.query_one("#launch-log").lines).split())
+
+
+@pytest.mark.docker
+def test_auto_runner_launches_natively_when_the_engine_has_no_nvidia_runtime(
+    docker_client, checkpoint, state_home, monkeypatch
+):
+    """An engine that answers but has no NVIDIA runtime gives no container a GPU: "auto" with GPUs from the plan
+    launches natively and says why (it picked Docker, which then failed naming a command-line flag)."""
+    import os
+
+    from conftest import REPO, free_port
+
+    from ktwizard.tui.monitor_app import MonitorScreen
+
+    if "nvidia" in (docker_client.info().get("Runtimes") or {}):
+        pytest.skip("this engine has the NVIDIA runtime")
+    paths = [str(REPO / "tests" / "standin"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    port = free_port()
+    name = f"ktw-wizauto-{port}"
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            s = await launch_with_runner(pilot, checkpoint, name, port, "auto")
+            await until(
+                pilot,
+                lambda: isinstance(app.screen, MonitorScreen) or "FAILED" in logged_text(s),
+                "the monitor after the launch, or its failure",
+            )
+            said = logged_text(s)
+            assert "no NVIDIA runtime" in said and "launching natively" in said, said
+            assert isinstance(app.screen, MonitorScreen), said
+            await pilot.press("q")
+            await pilot.pause()
+
+    try:
+        asyncio.run(go())
+        from ktwizard.serial import read_structured
+
+        record = read_structured(state_home / "ktwizard" / "deployments" / f"{name}.json")
+        assert record["kind"] == "native"
+    finally:
+        run_cli("stop", name)
+
+
+@pytest.mark.docker
+def test_docker_runner_without_nvidia_runtime_names_the_wizards_own_fields(docker_client, checkpoint, state_home):
+    """The Docker runner chosen by hand on an engine with no NVIDIA runtime: the failure's fix is this step's GPUs
+    and runner fields, not the command line's `--gpus none`; nothing starts."""
+    from conftest import free_port
+
+    if "nvidia" in (docker_client.info().get("Runtimes") or {}):
+        pytest.skip("this engine has the NVIDIA runtime")
+    port = free_port()
+    name = f"ktw-wizdock-{port}"
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            s = await launch_with_runner(pilot, checkpoint, name, port, "docker")
+            await until(pilot, lambda: "FAILED" in logged_text(s), "the launch's failure")
+            said = logged_text(s)
+            assert "NVIDIA runtime" in said and "none (stand-in)" in said and "'native'" in said, said
+            assert "--gpus" not in said, said
+
+    asyncio.run(go())
+    assert not (state_home / "ktwizard" / "deployments" / f"{name}.json").exists()

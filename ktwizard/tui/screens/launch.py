@@ -276,15 +276,23 @@ class LaunchScreen(Step):
     def launch_worker(self, plan: Plan, before: float | None = None) -> None:
         import io
 
-        from ktwizard.app.launch import launch, runs_natively
+        from ktwizard.app.launch import docker_gpu_problem, launch, runs_natively
         from ktwizard.deploy.runners import launch_options
         from ktwizard.inputs import parse_count, parse_env
 
         log = self.query_one("#launch-log", RichLog)
         runner = str(self.query_one("#runner", Select).value)
-        native, why = runs_natively(runner)
+        gpus = self.query_one("#gpu-mode", Select).value != "none"
+        here = self.host if not self.state.host_ref else None  # a recorded host says nothing of this machine
+        native, why = runs_natively(runner, gpus, here)
         if why:
             self.app.call_from_thread(log.write, why)
+        problem = None if native else docker_gpu_problem(gpus)
+        if problem:  # the fix in this step's own fields, not the command line's --gpus none
+            fix = f"{problem}: set GPUs to 'none (stand-in)' or the runner to 'native' above, then l again"
+            self.app.call_from_thread(log.write, f"FAILED: {fix}")
+            self.app.call_from_thread(self.notify, fix, severity="error", timeout=10)
+            return
         try:
             port = self.query_one("#port", Input).value.strip()
             opts = launch_options(
@@ -292,7 +300,7 @@ class LaunchScreen(Step):
                 name=self.query_one("#name", Input).value.strip() or None,
                 port=parse_count(port, "port", 1, 65535) if port else None,
                 image=self.query_one("#image", Input).value.strip() or None,
-                gpus=None if self.query_one("#gpu-mode", Select).value == "none" else "plan",
+                gpus="plan" if gpus else None,
                 env=parse_env([kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()]),
                 native=native,
             )
