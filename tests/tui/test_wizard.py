@@ -673,3 +673,100 @@ def test_docker_runner_without_nvidia_runtime_names_the_wizards_own_fields(docke
 
     asyncio.run(go())
     assert not (state_home / "ktwizard" / "deployments" / f"{name}.json").exists()
+
+
+def test_a_plan_that_does_not_fit_offers_no_arguments_to_copy_and_says_what_to_change():
+    """384 GPU experts on one card: the Plan step showed launch arguments (--mem-fraction-static 0.999) for a plan
+    the budget says runs out of memory; it shows what to change instead, and so does `plan`'s table."""
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot)
+            await set_input(pilot, "gpu-experts", "384")
+            await until(
+                pilot,
+                lambda: app.state.plan is not None and not app.state.plan.fits and app.state.plan.suggestions,
+                "the plan that does not fit, with its fixes",
+            )
+            await pilot.pause()
+            return rendered(app, "flags"), app.state.plan
+
+    flags, plan = asyncio.run(go())
+    said = " ".join(flags.split())
+    assert "--mem-fraction-static" not in said and "--kt-num-gpu-experts" not in said, said
+    assert "No launch arguments" in said and f"^f applies {plan.suggestions[0].change}" in said, said
+    out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--gpu-experts", "384")
+    assert out.returncode == 3
+    assert "--mem-fraction-static 0.999" not in out.stdout and "No launch arguments" in out.stdout, out.stdout
+
+
+def test_the_first_plan_says_what_to_do_next_in_the_wizards_own_fields():
+    """The first plan's advice (a larger prefill chunk) named a command-line flag the wizard has no place for, and
+    nothing said where to go next: it names the what-if field to set, and the verdict names the next key."""
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot)
+            await until(pilot, lambda: "Prefill chunks" in rendered(app, "notes"), "the plan's advice")
+            return rendered(app, "notes"), rendered(app, "verdict")
+
+    notes, verdict = asyncio.run(go())
+    notes, verdict = " ".join(notes.split()), " ".join(verdict.split())
+    assert "plan with --" not in notes, notes
+    assert 'set "prefill chunk" above to 32768' in notes, notes
+    assert "^n" in verdict and "Launch step" in verdict, verdict
+
+
+def test_enter_on_the_first_screen_advances_and_focus_shows_by_shape():
+    """Enter on the Host step did nothing (the focus sits on the scrolling body); and a focused field differed from
+    the others only by colour: it has a double border now."""
+    from textual.widgets import Input
+
+    from ktwizard.tui.screens import ModelScreen
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, ModelScreen), "the Model step after Enter")
+            boxes = list(app.screen.query(Input))
+            focused = [b for b in boxes if b.has_focus]
+            others = [b for b in boxes if not b.has_focus]
+            return [b.styles.border_top[0] for b in focused], [b.styles.border_top[0] for b in others]
+
+    focused, others = asyncio.run(go())
+    assert focused == ["double"], focused
+    assert others and "double" not in others, others
+
+
+def test_at_80x24_every_footer_key_fits_and_the_rendering_has_room():
+    """At 80x24 the footer's last keys ran under the palette key and the Launch step's rendering showed two lines."""
+    from textual.widgets._footer import FooterKey
+
+    async def go():
+        app = app_for()
+        cut: list[str] = []
+        async with app.run_test(size=(80, 24)) as pilot:
+
+            def check() -> None:
+                keys = list(app.screen.query(FooterKey))
+                palette = [k for k in keys if k.action == "app.command_palette"]
+                edge = palette[0].region.x if palette else 80
+                cut.extend(f"{type(app.screen).__name__}: {k.description}" for k in keys if k not in palette
+                           and k.region.right > edge)  # fmt: skip
+
+            await pilot.pause()
+            check()
+            await to_plan(pilot)
+            check()
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            check()
+            return cut, app.screen.query_one("#text-args").content_region.height
+
+    cut, rendering = asyncio.run(go())
+    assert not cut, cut
+    assert rendering >= 4

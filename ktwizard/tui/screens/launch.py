@@ -37,11 +37,11 @@ class LaunchScreen(Step):
         *Step.BINDINGS,
         Binding("ctrl+t", "formats", "formats", key_display="^t"),
         Binding("c", "copy", "copy"),
-        Binding("s", "save", "save to file"),
-        Binding("l", "launch", "launch…"),
+        Binding("s", "save", "save tab"),
+        Binding("l", "launch", "launch"),
         Binding("m", "monitor", "monitor"),
-        Binding("b", "routing", "bench + routing"),
-        Binding("f", "frequency", "relaunch: frequency placement"),
+        Binding("b", "routing", "routing"),
+        Binding("f", "frequency", "freq. relaunch"),
     ]
     LETTERS = Step.LETTERS | {"copy", "save", "launch", "monitor", "routing", "frequency"}
 
@@ -165,7 +165,7 @@ class LaunchScreen(Step):
                 )
         yield Static(id="image-status")
         yield RichLog(id="launch-log", max_lines=400, wrap=True, markup=False, highlight=False)
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -203,7 +203,9 @@ class LaunchScreen(Step):
             )
         except KtwizardError as exc:
             problems.append(exc.message)
-        self.query_one("#image-status", Static).update(Text("; ".join(problems), style="red") if problems else "")
+        status = self.query_one("#image-status", Static)
+        status.update(Text("; ".join(problems), style="red") if problems else "")
+        status.display = bool(problems)  # an empty line would take a row from the rendering at 24 rows
         return replace(plan, goals=goals, flags=flags, image=image, env=env)
 
     def recording(self) -> Plan:
