@@ -11,6 +11,9 @@ from waits import until
 from ktwizard.host.probe import probe
 from ktwizard.host.spec import load_host
 
+# the stand-in's prefill without its modelled pace: verify's checks (the launch's last step) take seconds
+FAST = "STANDIN_PREFILL_TPS=10000000,STANDIN_MIN_PREFILL_S=0,STANDIN_MIN_CHUNK_S=0"
+
 
 def app_for(host="rtx-pro-6000-epyc-9355"):
     from ktwizard.tui.app import WizardApp
@@ -48,7 +51,7 @@ async def launch_standin(pilot, weights, goals: dict[str, str], image: str, name
     s.query_one("#name").value = name
     s.query_one("#port").value = str(port)
     s.query_one("#gpu-mode").value = "none"
-    s.query_one("#env").value = env
+    s.query_one("#env").value = f"{env},{FAST}" if env else FAST
     s.query_one("#formats").focus()
     await pilot.press("l")
     await pilot.pause()
@@ -119,7 +122,8 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             s.query_one("#name").value = name
             s.query_one("#port").value = str(port)
             s.query_one("#gpu-mode").value = "none"
-            s.query_one("#env").value = "STANDIN_STEP_S=0.05"
+            # a server that answers gibberish past 2,048 prompt tokens: verify's long check fails
+            s.query_one("#env").value = f"STANDIN_STEP_S=0.05,STANDIN_CORRUPT_ABOVE=2048,{FAST}"
             s.query_one("#formats").focus()
             await pilot.press("l")
             await pilot.pause()
@@ -129,6 +133,10 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             assert isinstance(app.screen, MonitorScreen), logged
             said = " ".join(" ".join(logged).split())  # the log wraps its lines
             assert "no Docker engine here" in said and "launching natively" in said, logged
+            # the launch's last step, verify, shown check by check with its verdicts and what to try
+            assert "verify: checking short_answers" in said and "verify: pass short_answers" in said, said
+            assert "verify: FAIL long_context" in said and "try:" in said, said
+            assert "checks failed (long_context" in said and "relaunches" in said, said
             # the Monitor's log pane follows the native server's log file, as `ktwizard monitor NAME` does (it
             # was empty: the wizard built its own watch without the native log)
             monitor = app.screen
@@ -136,7 +144,12 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             from ktwizard.tui.panes import LogPane
 
             pane = monitor.query_one(LogPane)
-            await until(pilot, lambda: any("fired up" in line for line in pane.kept), "the server's log in the pane")
+            await until(pilot, lambda: any(line.strip() for line in pane.kept), "the server's log in the pane")
+            from pathlib import Path
+
+            logged_file = set(Path(monitor.watching.native[0]).read_text().splitlines())
+            shown = [line for line in pane.kept if line.strip()]
+            assert all(line in logged_file for line in shown), shown[:5]  # the native log file's own lines
             await pilot.press("q")
             await pilot.pause()
 
@@ -594,7 +607,7 @@ async def launch_with_runner(pilot, weights, name: str, port: int, runner: str) 
     s = pilot.app.screen
     s.query_one("#name").value = name
     s.query_one("#port").value = str(port)
-    s.query_one("#env").value = "STANDIN_STEP_S=0.05"
+    s.query_one("#env").value = f"STANDIN_STEP_S=0.05,{FAST}"
     s.query_one("#runner").value = runner
     s.query_one("#formats").focus()
     await pilot.press("l")

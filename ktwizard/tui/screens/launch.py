@@ -281,6 +281,7 @@ class LaunchScreen(Step):
         from ktwizard.app.launch import docker_gpu_problem, launch, runs_natively
         from ktwizard.deploy.runners import launch_options
         from ktwizard.inputs import parse_count, parse_env
+        from ktwizard.verify.spec import DEFAULT_TIMEOUT_S
 
         log = self.query_one("#launch-log", RichLog)
         runner = str(self.query_one("#runner", Select).value)
@@ -320,8 +321,11 @@ class LaunchScreen(Step):
         self_app = self.app
         try:
             out = cast(TextIO, Lines())
-            with launch(plan, opts, out=out) as done:  # the CLI's launch: plan and peak report kept by the record
+            # the CLI's launch: plan and peak report kept by the record, then verify's checks, each as it runs
+            with launch(plan, opts, out=out, verify_timeout=DEFAULT_TIMEOUT_S, on_verdict=checking(out)) as done:
                 deployment = done.deployment
+            if done.verified is not None:
+                out.write(verified_text(done.verified) + "\n")
             from ktwizard.render.clients import clients_text
 
             out.write(f"{deployment.name} ready at {deployment.url}; Esc in the monitor comes back to this summary\n")
@@ -345,3 +349,25 @@ class LaunchScreen(Step):
             return
         self.app.call_from_thread(self.refresh_bindings)
         self.app.call_from_thread(self.action_monitor)
+
+
+def checking(out: TextIO):
+    """verify's progress on the Launch step: the check that starts, then its verdict (and what to try)."""
+    from ktwizard.app.verify import line
+
+    def progress(name: str, verdict) -> None:
+        out.write((f"verify: checking {name}…" if verdict is None else "verify: " + line(verdict)) + "\n")
+
+    return progress
+
+
+def verified_text(report) -> str:
+    """The verdict of the checks: all passed, or which failed and that each line above says what to try."""
+    failed = report.failed
+    if not failed:
+        return f"verify: every check passed ({len(report.verdicts)})"
+    names = ", ".join(v.name for v in failed)
+    return (
+        f"verify: {len(failed)} of {len(report.verdicts)} checks failed ({names}): the 'try:' under each says what "
+        "to change; Esc back to the Plan step (another kt-method, TP 1), then l relaunches"
+    )
