@@ -27,6 +27,7 @@ BLOCK = {
     "minimax-m2.5": "minimax-m2",
     "minimax-m2.7": "minimax-m2",
     "qwen3.6-35b-a3b": "qwen3.5-35b-a3b",  # the same config (slime qwen36-35B-A3B.sh sources the 3.5 script)
+    "qwen3-coder-next": "qwen3-next-80b-a3b",  # the model card lists the same dimensions
 }
 CATALOG = json.loads((ORACLES / "sglang-kt-0.7.2-server-args.json").read_text())["flags"]
 
