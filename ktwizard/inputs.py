@@ -94,8 +94,8 @@ def identify(candidates: list[Preset], evidence: tuple[str, ...]) -> tuple[Prese
             hit = next((e for e in seen if key and key in e), None)
             if hit is not None and (best is None or len(key) > best[0]):
                 best = (len(key), p, name)
-    if best is not None:
-        return best[1], f"the folder names {best[2]}"
+    if best is not None:  # a checkpoint's own name brings that checkpoint's parsers (Instruct vs Thinking)
+        return best[1].for_checkpoint(best[2]), f"the folder names {best[2]}"
     if len(candidates) == 1:
         return candidates[0], "the only preset of this shape"
     return None, "no name, repo or _name_or_path points at one"

@@ -55,6 +55,7 @@ def download(
 ) -> Downloaded:
     from ktwizard.models import download as dl
     from ktwizard.models.completeness import COMPLETE, PENDING
+    from ktwizard.models.fetch import fetch
     from ktwizard.models.hub import parse_ref
     from ktwizard.units import human
 
@@ -75,10 +76,10 @@ def download(
     dl.write_json_atomic(where / PENDING, m.to_json())
     (where / COMPLETE).unlink(missing_ok=True)
     say(f"{ref.repo}@{m.commit[:12]}: {len(m.files)} files, {human(need)} to fetch of {human(m.total)}, into {where}")
-    bad = _failed(dl.fetch(where, m, progress) + dl.verify(where, m))
+    bad = _failed(fetch(where, m, progress) + dl.verify(where, m))
     if bad:  # removed: fetch those again once, then give up in one line
         say(f"fetching again {len(bad)} file(s) that failed verification: {bad[0]}")
-        bad = _failed(dl.fetch(where, m, progress) + dl.verify(where, m))
+        bad = _failed(fetch(where, m, progress) + dl.verify(where, m))
     if bad:
         raise KtwizardError(
             f"{where}: {len(bad)} file(s) failed verification after a second download ({bad[0]}); they were removed "

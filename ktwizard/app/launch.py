@@ -15,6 +15,7 @@ from ktwizard.deploy.launch import LaunchOptions, ServerProcess
 from ktwizard.deploy.peak import PeakReport
 from ktwizard.deploy.records import Deployment
 from ktwizard.errors import BadInput, KtwizardError
+from ktwizard.host.profile import HostProfile
 from ktwizard.planner.types import Plan
 from ktwizard.verify.verdict import Report, Verdict
 
@@ -55,17 +56,39 @@ def make_room(opts: LaunchOptions, out: TextIO = sys.stderr) -> None:
     print(stop_deployment(opts.name), file=out, flush=True)
 
 
-def runs_natively(runner: str) -> tuple[bool, str]:
-    """The wizard's runner choice: "auto" is Docker when this machine's engine answers, else native (with why)."""
+def runs_natively(runner: str, gpus: bool = True, here: HostProfile | None = None) -> tuple[bool, str]:
+    """The wizard's runner choice (with why): "auto" is Docker only where a container could get what the launch
+    asks for: the engine answers and, when GPUs are requested, has the NVIDIA runtime and this machine has a GPU
+    (`here`: this machine's probe, None for a recorded host); otherwise native (python -m sglang.launch_server)."""
     if runner != "auto":
         return runner == "native", ""
     from ktwizard.host.engine import probe_engine
     from ktwizard.host.root import Root
 
     engine = probe_engine(Root("/"))
-    if engine.reachable:
-        return False, ""
-    return True, f"no Docker engine here ({engine.reason}): launching natively (python -m sglang.launch_server)"
+    native = "launching natively (python -m sglang.launch_server)"
+    if not engine.reachable:
+        return True, f"no Docker engine here ({engine.reason}): {native}"
+    if gpus and here is not None and not here.gpus.visible:
+        seen = here.gpus.reason or "none visible"
+        return True, f"this machine shows no GPU ({seen}), so no container gets one: {native}"
+    if gpus and not engine.nvidia_runtime:
+        return True, f"the Docker engine has no NVIDIA runtime, so no container gets a GPU: {native}"
+    return False, ""
+
+
+def docker_gpu_problem(gpus: bool) -> str | None:
+    """Why a container launch asking for GPUs cannot get them here (no NVIDIA runtime in the engine), else None:
+    each front end says it with its own fix (the CLI's --gpus none, the wizard's GPUs and runner fields)."""
+    if not gpus:
+        return None
+    from ktwizard.host.engine import probe_engine
+    from ktwizard.host.root import Root
+
+    engine = probe_engine(Root("/"))
+    if engine.reachable and not engine.nvidia_runtime:
+        return "GPUs were requested but Docker has no NVIDIA runtime (nvidia-container-toolkit is not configured)"
+    return None
 
 
 @contextlib.contextmanager

@@ -107,3 +107,34 @@ def log_file(name: str) -> Path | None:
         return Path(rec.log_path) if rec.kind == "native" and rec.log_path else None
     left = folders.logs() / f"{name}.log"
     return left if left.is_file() else None
+
+
+def watch(found: Target, *, interval: float = 1.0, gpus: bool = True, record: str | None = None, predicted=None) -> Any:
+    """The monitor of a target, one way for every front end (`ktwizard monitor NAME` and the wizard's Monitor):
+    its container, or a native server's log file and process group, and the plan's peaks kept in its record (or
+    `predicted` when given). A wizard that built its own watch showed a native server with an empty log pane."""
+    from ktwizard.monitor.session import Watch
+
+    peaks = predicted
+    if peaks is None and found.record is not None and found.record.planned_peaks:
+        peaks = dict(found.record.planned_peaks)
+    return Watch(
+        url=found.url,
+        container=found.container,
+        interval=interval,
+        gpus=gpus,
+        predicted=peaks,
+        record=record,
+        deployment=found.name,
+        native=native_of(found.record),
+    )
+
+
+def native_of(rec: Deployment | None) -> tuple[str | None, int | None]:
+    """(log file, process group) of a native deployment's record, else (None, None): the group only while it is
+    the recorded process (a PID reused by another program is not watched)."""
+    from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
+
+    if rec is None or rec.kind != "native":
+        return None, None
+    return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, rec.name)) else None

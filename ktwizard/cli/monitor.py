@@ -10,12 +10,10 @@ from ktwizard.errors import BadInput
 
 
 def native_of(rec) -> tuple[str | None, int | None]:
-    """(log file, process group) of a native deployment's record, else (None, None)."""
-    from ktwizard.deploy.procid import DEPLOYMENT_ENV, running_as_recorded
+    """(log file, process group) of a native deployment's record, else (None, None) (app.target's answer)."""
+    from ktwizard.app.target import native_of as of
 
-    if rec is None or rec.kind != "native":
-        return None, None
-    return rec.log_path, rec.pid if running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, rec.name)) else None
+    return of(rec)
 
 
 def planned(found) -> dict[int, int] | None:
@@ -166,10 +164,12 @@ def cmd_monitor_replay(args: argparse.Namespace) -> int:
         return 0
     if not _terminal():
         raise BadInput("the dashboard needs a terminal; use --once to print the recording's last sample")
-    return run_dashboard(args, source=Replay(samples), interval=args.interval, gpus=False)
+    from ktwizard.monitor.session import Watch
+
+    return run_dashboard(args, Watch(source=Replay(samples), interval=args.interval, gpus=False))
 
 
-def run_dashboard(args: argparse.Namespace, **kw) -> int:
+def run_dashboard(args: argparse.Namespace, watch) -> int:
     """The live dashboard: curses in a terminal (nvitop's footprint), Textual with --textual or in a browser tab."""
     import importlib.util
 
@@ -179,13 +179,12 @@ def run_dashboard(args: argparse.Namespace, **kw) -> int:
     if args.textual or served_by_web() or importlib.util.find_spec("_curses") is None:
         from ktwizard.tui.monitor_app import MonitorApp
 
-        app = MonitorApp(**kw)
+        app = MonitorApp(watch)
         app.run()
         return app.return_code or 0  # a crash inside the app is not a success
-    from ktwizard.monitor.session import Watch
     from ktwizard.tui.term_dashboard import TermDashboard
 
-    print(TermDashboard(Watch(**kw)).run())
+    print(TermDashboard(watch).run())
     return 0
 
 
@@ -238,17 +237,9 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         from ktwizard.monitor.recording import open_recording
 
         open_recording(args.record).close()  # a path that cannot be written fails now, not in the dashboard
-    return run_dashboard(
-        args,
-        url=found.url,
-        container=found.container,
-        interval=args.interval,
-        gpus=not args.no_gpu,
-        record=args.record,
-        deployment=found.name,
-        native=native,
-        predicted=planned(found),
-    )
+    from ktwizard.app.target import watch
+
+    return run_dashboard(args, watch(found, interval=args.interval, gpus=not args.no_gpu, record=args.record))
 
 
 def _text(s, url: str | None = None, predicted: dict[int, int] | None = None) -> str:

@@ -44,6 +44,12 @@ def cmd_presets(args: argparse.Namespace) -> int:
                 "kt_methods": list(p.kt_methods),
                 "tool_call_parser": p.sglang.tool_call_parser,
                 "reasoning_parser": p.sglang.reasoning_parser,
+                # --preset takes any of these; each checkpoint with the parsers its own output needs
+                "aliases": list(p.names()),
+                "checkpoints": [
+                    {"repo": c.repo, "tool_call_parser": c.tool_call_parser, "reasoning_parser": c.reasoning_parser}
+                    for c in p.checkpoints
+                ],
                 **extra,
             }
         )
@@ -63,7 +69,19 @@ def cmd_presets(args: argparse.Namespace) -> int:
             f"{r['checkpoint_format']:{wf}} {human(r['routed_bytes']):>11} {human(r['non_expert_bytes']):>10}  "
             f"{','.join(r['kt_methods'])}" + (f"  {r['badge']}" if r.get("badge") else "")
         )
+        if r["checkpoints"]:
+            print("    --preset also takes: " + ", ".join(_checkpoint_text(c, r) for c in r["checkpoints"]))
     return 0
+
+
+def _checkpoint_text(c: dict[str, Any], row: dict[str, Any]) -> str:
+    """A checkpoint's name, with its parsers where they are not the preset's own."""
+    differs = [
+        f"{label} {c[key] or 'none'}"
+        for key, label in (("tool_call_parser", "tools"), ("reasoning_parser", "reasoning"))
+        if c[key] != row[key]
+    ]
+    return c["repo"] + (f" ({', '.join(differs)})" if differs else "")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

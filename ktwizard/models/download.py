@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any
 
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.models.completeness import PARTS, PENDING, read_marker, size_on_disk
@@ -77,7 +77,7 @@ def select(tree: dict[str, RemoteFile], shards: list[str] | None) -> list[str]:
     return sorted(set(side) | set(weights))
 
 
-def _hub_error(ref: HubRef, exc: BaseException) -> KtwizardError:
+def hub_error(ref: HubRef, exc: BaseException) -> KtwizardError:
     """huggingface_hub's exception as one line: gated, missing, unknown revision, unreachable."""
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -104,18 +104,16 @@ def _hub_error(ref: HubRef, exc: BaseException) -> KtwizardError:
     if isinstance(exc, HfHubHTTPError):
         status = exc.response.status_code if exc.response is not None else "?"
         return HubUnreachable(f"{ref.text}: the Hub answered HTTP {status}; run again to resume")
-    return HubUnreachable(
-        f"{ref.text}: cannot reach the Hub ({_endpoint()}): {type(exc).__name__}; run again to resume"
-    )
+    return HubUnreachable(f"{ref.text}: cannot reach the Hub ({endpoint()}): {type(exc).__name__}; run again to resume")
 
 
-def _endpoint() -> str:
+def endpoint() -> str:
     from huggingface_hub import constants
 
     return (os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
 
 
-def _transport_errors() -> tuple[type[Exception], ...]:
+def transport_errors() -> tuple[type[Exception], ...]:
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
     out: list[type[Exception]] = [HfHubHTTPError, OfflineModeIsEnabled, TimeoutError, ConnectionError]
@@ -134,7 +132,7 @@ def manifest(ref: HubRef) -> Manifest:
 
     if constants.HF_HUB_OFFLINE:
         raise HubUnreachable(f"{ref.text}: HF_HUB_OFFLINE is set, so nothing can be downloaded; unset it")
-    api = HfApi(endpoint=_endpoint(), library_name="ktwizard")
+    api = HfApi(endpoint=endpoint(), library_name="ktwizard")
     try:
         commit = api.repo_info(ref.repo, revision=ref.revision).sha or ref.revision
         tree = {
@@ -146,7 +144,7 @@ def manifest(ref: HubRef) -> Manifest:
         if INDEX in tree:
             if tree[INDEX].size > MAX_INDEX:
                 raise BadInput(f"{ref.text}: {INDEX} is larger than {MAX_INDEX >> 20} MiB")
-            url = hf_hub_url(ref.repo, INDEX, revision=commit, endpoint=_endpoint())
+            url = hf_hub_url(ref.repo, INDEX, revision=commit, endpoint=endpoint())
             resp = get_session().get(url, headers=build_hf_headers(library_name="ktwizard"), follow_redirects=True)
             hf_raise_for_status(resp)
             from ktwizard.models.inspect import shard_names
@@ -154,8 +152,8 @@ def manifest(ref: HubRef) -> Manifest:
             shards = shard_names(_json(resp.content, ref), f"{ref.text} {INDEX}")
     except KtwizardError:
         raise
-    except _transport_errors() as exc:
-        raise _hub_error(ref, exc) from None
+    except transport_errors() as exc:
+        raise hub_error(ref, exc) from None
     names = select(tree, shards)
     absent = [n for n in names if n not in tree]
     if absent:
@@ -186,7 +184,7 @@ def missing_bytes(folder: Path, m: Manifest) -> int:
     left = 0
     for f in m.files:
         if size_on_disk(folder / f.path) != f.size:
-            left += max(0, f.size - min(size_on_disk(_part(folder, f)) or 0, f.size))
+            left += max(0, f.size - min(size_on_disk(part_path(folder, f)) or 0, f.size))
     return left
 
 
@@ -271,159 +269,5 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
-def _part(folder: Path, f: RemoteFile) -> Path:
+def part_path(folder: Path, f: RemoteFile) -> Path:
     return folder / PARTS / f"{f.path}.part"
-
-
-def _headers_for(url: str) -> dict[str, str]:
-    """huggingface_hub's headers (the token among them) for the Hub itself; none for another host (a CDN's signed
-    redirect needs none, and the token is not theirs to see)."""
-    from urllib.parse import urlparse
-
-    from huggingface_hub.utils import build_hf_headers
-
-    headers = dict(build_hf_headers(library_name="ktwizard"))
-    if urlparse(url).netloc != urlparse(_endpoint()).netloc:
-        headers.pop("authorization", None)
-        headers.pop("Authorization", None)
-    headers["Accept-Encoding"] = "identity"  # the bytes as stored, so sizes and Range offsets are the file's
-    return headers
-
-
-class _Hashing:
-    """The part file as http_get writes it, hashed on the way (a seek back, when a server ignores Range, means the
-    hash is taken again from the finished file)."""
-
-    def __init__(self, fh: Any, seed: hashlib._Hash | None) -> None:
-        self.fh, self.sha, self.clean = fh, seed, seed is not None
-
-    def write(self, data: bytes) -> int:
-        if self.sha is not None:
-            self.sha.update(data)
-        return int(self.fh.write(data))
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.clean = False
-        return int(self.fh.seek(offset, whence))
-
-    def tell(self) -> int:
-        return int(self.fh.tell())
-
-
-def _sha_of_prefix(path: Path) -> hashlib._Hash:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            h.update(chunk)
-    return h
-
-
-def fetch_one(folder: Path, m: Manifest, f: RemoteFile, bar: Any = None) -> None:
-    """One file into its part (resumed from where the last run stopped, with HTTP Range), checked, then renamed to its
-    place: no file reaches its name unless its size and sha256 are the Hub's."""
-    from huggingface_hub import hf_hub_url
-    from huggingface_hub.file_download import get_hf_file_metadata, http_get
-
-    url = hf_hub_url(m.repo, f.path, revision=m.commit, endpoint=_endpoint())
-    meta = get_hf_file_metadata(url, headers=_headers_for(url))  # where the bytes are (a redirect) and their size
-    if meta.size is not None and meta.size != f.size:
-        raise KtwizardError(f"{f.path}: the Hub now serves {meta.size} bytes, its listing said {f.size}; run again")
-    location = meta.location or url
-    part = _part(folder, f)
-    part.parent.mkdir(parents=True, exist_ok=True)
-    have = size_on_disk(part) or 0
-    if have > f.size:
-        part.unlink()
-        have = 0
-    seed = _sha_of_prefix(part) if f.sha256 and have else (hashlib.sha256() if f.sha256 else None)
-    with open(part, "r+b" if part.exists() else "wb") as fh:
-        fh.seek(have)
-        out = _Hashing(fh, seed)
-        if have < f.size:
-            http_get(
-                location,
-                cast(BinaryIO, out),
-                resume_size=have,
-                headers=_headers_for(location),
-                expected_size=f.size,  # the whole file's: http_get counts from resume_size
-                tqdm_class=_bar_class(bar),
-            )
-    if f.sha256:
-        digest = out.sha.hexdigest() if out.clean and out.sha is not None else sha256_of(part)
-        if digest != f.sha256:
-            part.unlink()
-            raise Corrupt(f"{f.path}: its sha256 is not the Hub's")
-    landed = size_on_disk(part)
-    if landed != f.size:
-        part.unlink()
-        raise Corrupt(f"{f.path}: {landed} bytes, the Hub lists {f.size}")
-    target = folder / f.path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(part, target)
-    record_verified(folder, target, f)
-
-
-class Corrupt(KtwizardError):
-    """A file that arrived whole but is not the Hub's: removed, so the next try fetches it again."""
-
-
-def _bar_class(bar: Any) -> type:
-    """A tqdm stand-in for http_get that adds its bytes to the one bar of the whole download."""
-
-    class Into:
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def __enter__(self) -> Into:
-            return self
-
-        def __exit__(self, *args: Any) -> None:
-            pass
-
-        def update(self, n: float | None = 1) -> None:
-            if bar is not None:
-                bar.update(int(n or 0))
-
-        def close(self) -> None:
-            pass
-
-        def set_postfix_str(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-    return Into
-
-
-def fetch(folder: Path, m: Manifest, progress: bool = True, workers: int = 4) -> list[str]:
-    """Every file of the manifest not yet at its place, a few at a time, with one bar of bytes and time left.
-    Returns the files that arrived corrupt (removed); raises on the first transport or disk failure."""
-    import errno
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tqdm.auto import tqdm
-
-    todo = [f for f in m.files if size_on_disk(folder / f.path) != f.size]
-    done = m.total - sum(f.size for f in todo) + sum(min(size_on_disk(_part(folder, f)) or 0, f.size) for f in todo)
-    bar = tqdm(total=m.total, initial=done, unit="B", unit_scale=True, desc=m.repo, disable=not progress)
-    ref = HubRef(m.repo, m.commit)
-    bad: list[str] = []
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(fetch_one, folder, m, f, bar) for f in todo]
-            for fut in futures:
-                try:
-                    fut.result()
-                except Corrupt as exc:
-                    bad.append(exc.message)
-    except KtwizardError:
-        raise
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise KtwizardError(f"{folder}: the disk filled up during the download; free space, run again") from None
-        if isinstance(exc, _transport_errors()):
-            raise _hub_error(ref, exc) from None
-        raise
-    except _transport_errors() as exc:
-        raise _hub_error(ref, exc) from None
-    finally:
-        bar.close()
-    return bad

@@ -26,6 +26,18 @@ class SglangHints:
 
 
 @dataclass(frozen=True)
+class Checkpoint:
+    """One published checkpoint of a preset's architecture, with the parsers its own output needs (Instruct and
+    Thinking releases of one shape write different things: docs/parsers.md)."""
+
+    repo: str
+    tool_call_parser: str | None
+    reasoning_parser: str | None
+    chat_template: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True)
 class Preset:
     id: str
     name: str
@@ -39,9 +51,32 @@ class Preset:
     sources: tuple[str, ...] = ()
     unconfirmed: tuple[str, ...] = ()
     checkpoint_formats: tuple[str, ...] = ()
+    checkpoints: tuple[Checkpoint, ...] = ()
 
     def spec(self) -> ModelSpec:
-        return _spec(self.id)
+        spec = _spec(self.id)
+        return spec if spec.repos == self.hf_repos else replace(spec, repos=self.hf_repos)
+
+    def names(self) -> tuple[str, ...]:
+        """What --preset accepts for it (case-insensitive): the id, each checkpoint's ORG/NAME and its NAME."""
+        repos = [c.repo for c in self.checkpoints] or list(self.hf_repos)
+        names: dict[str, str] = {}
+        for name in (self.id, *repos, *(r.split("/")[-1] for r in repos)):
+            names.setdefault(name.lower(), name)  # one spelling per name: the id before a NAME equal to it
+        return tuple(names.values())
+
+    def checkpoint(self, name: str) -> Checkpoint | None:
+        key = name.lower()
+        return next((c for c in self.checkpoints if key in (c.repo.lower(), c.repo.split("/")[-1].lower())), None)
+
+    def for_checkpoint(self, name: str) -> Preset:
+        """This preset as that checkpoint serves: its parsers and template, its repository first (download's)."""
+        c = self.checkpoint(name)
+        if c is None:
+            return self
+        hints = replace(self.sglang, tool_call_parser=c.tool_call_parser, reasoning_parser=c.reasoning_parser)
+        repos = (c.repo, *(r for r in self.hf_repos if r != c.repo))
+        return replace(self, sglang=hints, hf_repos=repos, chat_template=c.chat_template or self.chat_template)
 
 
 def _preset_from(data: Any, where: str) -> Preset:
@@ -64,6 +99,19 @@ def _preset_from(data: Any, where: str) -> Preset:
         sources=tuple(data.get("sources") or ()),
         unconfirmed=tuple(data.get("unconfirmed") or ()),
         checkpoint_formats=tuple(data.get("checkpoint_formats") or ()),
+        checkpoints=tuple(_checkpoint(c, where) for c in data.get("checkpoints") or ()),
+    )
+
+
+def _checkpoint(data: Any, where: str) -> Checkpoint:
+    if not isinstance(data, dict) or not data.get("repo"):
+        raise BadInput(f"{where}: each checkpoints entry needs a repo")
+    return Checkpoint(
+        repo=str(data["repo"]),
+        tool_call_parser=data.get("tool_call_parser"),
+        reasoning_parser=data.get("reasoning_parser"),
+        chat_template=str(data.get("chat_template") or ""),
+        source=str(data.get("source") or ""),
     )
 
 
@@ -77,18 +125,34 @@ def all_presets() -> dict[str, Preset]:
 
 
 def get_preset(preset_id: str) -> Preset:
+    """A preset by its id or by one of its checkpoints' names (Qwen/Qwen3-Coder-Next, qwen3-coder-next-fp8), any
+    case; a checkpoint's name gives the preset with that checkpoint's own parsers."""
     path = PRESETS / "models" / f"{preset_id}.yaml"
     # the common case reads one file, not the whole catalogue; a name past a file name's length is no preset (and
     # path.exists() raises on it: "File name too long", exit 1)
     if "/" not in preset_id and len(preset_id) <= 200 and path.exists():
         return _load_one(preset_id)
-    presets = all_presets()
-    if preset_id not in presets:
+    found = aliases().get(preset_id.strip().lower())
+    if found is None:
+        presets = all_presets()
         near = [p for p in presets if preset_id.lower() in p] or sorted(presets)
         raise BadInput(
             f"--preset {preset_id}: no such preset; try one of: {', '.join(near[:8])} (ktwizard presets lists all)"
         )
-    return presets[preset_id]
+    preset = all_presets()[found]
+    return preset if preset_id.lower() == found else preset.for_checkpoint(preset_id.strip())
+
+
+@cache
+def aliases() -> dict[str, str]:
+    """Every name --preset accepts, lower-cased, to its preset id; an id wins over a checkpoint's NAME."""
+    out: dict[str, str] = {}
+    presets = all_presets()
+    for p in presets.values():
+        for name in p.names():
+            out.setdefault(name.lower(), p.id)
+    out.update({pid: pid for pid in presets})
+    return out
 
 
 @cache

@@ -174,10 +174,23 @@ def table_text(plan: Plan, explain: bool = False) -> str:
         for h in plan.host_budgets[:1]:
             for i in h.items:
                 out += wrap(f"{i.name}: {i.why}", "  ")
+    elif not plan.fits:  # arguments to copy would start a server the budget says runs out of memory
+        out.append("")
+        out += wrap(not_launchable(plan, "plan with {change}"))
     else:
         out.append("\nlaunch_server arguments (--format args; --explain gives every reason):")
         out += ["  " + line for line in args_text(plan).splitlines()]
     return "\n".join(out) + "\n"
+
+
+def not_launchable(plan: Plan, how: str) -> str:
+    """What a plan that does not fit shows instead of arguments to copy: that it gives none, and what to change
+    (`how` words the best change for the front end: "plan with {change}", or the wizard's key)."""
+    head = "No launch arguments: this plan does not fit, and a server started with them would run out of memory. "
+    if plan.suggestions:
+        best = plan.suggestions[0]
+        return head + f"Change: {how.format(change=best.change)} ({best.effect})."
+    return head + "No single change fits: a larger GPU, more GPUs or more RAM, or a smaller model (the notes list any)."
 
 
 def _k(n: int) -> str:

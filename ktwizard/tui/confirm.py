@@ -1,4 +1,6 @@
-"""A yes/no question over the current screen, for what cannot be undone (a launch, stopping a server)."""
+"""A yes/no question over the current screen, for what cannot be undone (a launch, stopping a server). The question
+is the safeguard: once asked, Enter takes the action it offers (focus on Cancel made Enter cancel a launch without a
+word), and the keys that answer it are written under the buttons."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ class Confirm(ModalScreen[bool]):
     #confirm-box { width: 70; max-width: 95%; height: auto; border: thick $warning; padding: 1 2; background: $panel; }
     #confirm-buttons { height: auto; margin-top: 1; }
     #confirm-buttons Button { margin-right: 2; }
+    #confirm-keys { color: $text-muted; margin-top: 1; }
     """
     BINDINGS = [Binding("escape", "dismiss(False)", "cancel"), Binding("y", "dismiss(True)", "yes", show=False)]
 
@@ -26,11 +29,12 @@ class Confirm(ModalScreen[bool]):
         with Vertical(id="confirm-box"):
             yield Static(self.question, id="confirm-question")
             with Horizontal(id="confirm-buttons"):
-                yield Button(self.yes, id="yes", variant="warning")
-                yield Button("Cancel", id="no")
+                yield Button(f"{self.yes} (y)", id="yes", variant="warning")
+                yield Button("Cancel (Esc)", id="no")
+            yield Static(f"Enter or y: {self.yes.lower()} · Esc: cancel · Tab: the other button", id="confirm-keys")
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()  # Enter on the default answer changes nothing
+        self.query_one("#yes", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")

@@ -172,9 +172,9 @@ class MonitorApp(App):
     TITLE = "ktwizard monitor"
     BINDINGS = [Binding("q", "quit", "quit (server stays)")]
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, watch: Watch | None = None, **kw) -> None:
         super().__init__()
-        self.kw = kw
+        self.watch_given = watch if watch is not None else Watch(**kw)
         self.farewell = ""
 
     async def action_quit(self) -> None:
@@ -183,7 +183,7 @@ class MonitorApp(App):
         self.exit(message=self.farewell)
 
     def get_default_screen(self) -> Screen:
-        return MonitorScreen(Watch(**self.kw))
+        return MonitorScreen(self.watch_given)
 
     @property
     def samples(self) -> int:

@@ -141,8 +141,30 @@ def notes_text(plan: Plan) -> Text:
         t += Text(f"{forecast_headline(f)}\n", style="cyan")
         t += Text(f"{forecast_grid(f)}\n", style="grey70")
     for n in plan.notices:
-        t += Text(f"[{n.severity}] {n.line()}\n", style="yellow" if n.severity in ("warn", "error") else "grey70")
+        line = f"{n.text} — {on_this_step(n.fix)}" if n.fix else n.text
+        t += Text(f"[{n.severity}] {line}\n", style="yellow" if n.severity in ("warn", "error") else "grey70")
     return t
+
+
+# The plan's advice names command-line options; on the Plan step the same change is typed into a what-if field.
+FIELDS = {
+    "--chunked-prefill-size": "prefill chunk",
+    "--context": "context (tokens)",
+    "--method": "kt-method",
+    "--gpu-experts": "GPU experts / layer",
+    "--concurrency": "concurrency",
+    "--gpus": "GPUs",
+}
+
+
+def on_this_step(fix: str) -> str:
+    """ "plan with --chunked-prefill-size 32768" → "type 32768 into "prefill chunk" above": what to do here."""
+    import re
+
+    m = re.fullmatch(r"plan with (--[a-z-]+) (\S+)( .*)?", fix)
+    if m is None or m.group(1) not in FIELDS:
+        return fix
+    return f'to take it, set "{FIELDS[m.group(1)]}" above to {m.group(2)}{m.group(3) or ""}'
 
 
 WIDE_FLAGS = 110  # narrower than this, each reason goes under its flag instead of into a thin column

@@ -11,6 +11,9 @@ from waits import until
 from ktwizard.host.probe import probe
 from ktwizard.host.spec import load_host
 
+# the stand-in's prefill without its modelled pace: verify's checks (the launch's last step) take seconds
+FAST = "STANDIN_PREFILL_TPS=10000000,STANDIN_MIN_PREFILL_S=0,STANDIN_MIN_CHUNK_S=0"
+
 
 def app_for(host="rtx-pro-6000-epyc-9355"):
     from ktwizard.tui.app import WizardApp
@@ -48,7 +51,7 @@ async def launch_standin(pilot, weights, goals: dict[str, str], image: str, name
     s.query_one("#name").value = name
     s.query_one("#port").value = str(port)
     s.query_one("#gpu-mode").value = "none"
-    s.query_one("#env").value = env
+    s.query_one("#env").value = f"{env},{FAST}" if env else FAST
     s.query_one("#formats").focus()
     await pilot.press("l")
     await pilot.pause()
@@ -119,7 +122,8 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             s.query_one("#name").value = name
             s.query_one("#port").value = str(port)
             s.query_one("#gpu-mode").value = "none"
-            s.query_one("#env").value = "STANDIN_STEP_S=0.05"
+            # a server that answers gibberish past 2,048 prompt tokens: verify's long check fails
+            s.query_one("#env").value = f"STANDIN_STEP_S=0.05,STANDIN_CORRUPT_ABOVE=2048,{FAST}"
             s.query_one("#formats").focus()
             await pilot.press("l")
             await pilot.pause()
@@ -129,6 +133,23 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             assert isinstance(app.screen, MonitorScreen), logged
             said = " ".join(" ".join(logged).split())  # the log wraps its lines
             assert "no Docker engine here" in said and "launching natively" in said, logged
+            # the launch's last step, verify, shown check by check with its verdicts and what to try
+            assert "verify: checking short_answers" in said and "verify: pass short_answers" in said, said
+            assert "verify: FAIL long_context" in said and "try:" in said, said
+            assert "checks failed (long_context" in said and "relaunches" in said, said
+            # the Monitor's log pane follows the native server's log file, as `ktwizard monitor NAME` does (it
+            # was empty: the wizard built its own watch without the native log)
+            monitor = app.screen
+            assert monitor.watching.native[0] and monitor.watching.native[1], monitor.watching
+            from ktwizard.tui.panes import LogPane
+
+            pane = monitor.query_one(LogPane)
+            await until(pilot, lambda: any(line.strip() for line in pane.kept), "the server's log in the pane")
+            from pathlib import Path
+
+            logged_file = set(Path(monitor.watching.native[0]).read_text().splitlines())
+            shown = [line for line in pane.kept if line.strip()]
+            assert all(line in logged_file for line in shown), shown[:5]  # the native log file's own lines
             await pilot.press("q")
             await pilot.pause()
 
@@ -576,3 +597,189 @@ def test_w_on_the_host_step_measures_this_machines_memory_and_shows_it_on_the_me
     assert before == () and any("this machine" in n for n in notes)
     assert measured and all(b.read_bps > 0 and b.error is None for b in measured)
     assert f"node {measured[0].node} {measured[0].read_bps / 1e9:.1f} GB/s" in cards
+
+
+async def launch_with_runner(pilot, weights, name: str, port: int, runner: str) -> object:
+    """The Launch step with GPUs "from the plan" (the default) and this runner, `l`, then Enter on the question."""
+    await to_plan(pilot, weights=weights)
+    await pilot.press("ctrl+n")
+    await pilot.pause()
+    s = pilot.app.screen
+    s.query_one("#name").value = name
+    s.query_one("#port").value = str(port)
+    s.query_one("#env").value = f"STANDIN_STEP_S=0.05,{FAST}"
+    s.query_one("#runner").value = runner
+    s.query_one("#formats").focus()
+    await pilot.press("l")
+    await pilot.pause()
+    await pilot.press("enter")
+    return s
+
+
+def logged_text(screen) -> str:
+    return " ".join(" ".join(str(x.text) for x in screen.query_one("#launch-log").lines).split())
+
+
+@pytest.mark.docker
+def test_auto_runner_launches_natively_when_the_engine_has_no_nvidia_runtime(
+    docker_client, checkpoint, state_home, monkeypatch
+):
+    """An engine that answers but has no NVIDIA runtime gives no container a GPU: "auto" with GPUs from the plan
+    launches natively and says why (it picked Docker, which then failed naming a command-line flag)."""
+    import os
+
+    from conftest import REPO, free_port
+
+    from ktwizard.tui.monitor_app import MonitorScreen
+
+    if "nvidia" in (docker_client.info().get("Runtimes") or {}):
+        pytest.skip("this engine has the NVIDIA runtime")
+    paths = [str(REPO / "tests" / "standin"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    port = free_port()
+    name = f"ktw-wizauto-{port}"
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            s = await launch_with_runner(pilot, checkpoint, name, port, "auto")
+            await until(
+                pilot,
+                lambda: isinstance(app.screen, MonitorScreen) or "FAILED" in logged_text(s),
+                "the monitor after the launch, or its failure",
+            )
+            said = logged_text(s)
+            assert "no NVIDIA runtime" in said and "launching natively" in said, said
+            assert isinstance(app.screen, MonitorScreen), said
+            await pilot.press("q")
+            await pilot.pause()
+
+    try:
+        asyncio.run(go())
+        from ktwizard.serial import read_structured
+
+        record = read_structured(state_home / "ktwizard" / "deployments" / f"{name}.json")
+        assert record["kind"] == "native"
+    finally:
+        run_cli("stop", name)
+
+
+@pytest.mark.docker
+def test_docker_runner_without_nvidia_runtime_names_the_wizards_own_fields(docker_client, checkpoint, state_home):
+    """The Docker runner chosen by hand on an engine with no NVIDIA runtime: the failure's fix is this step's GPUs
+    and runner fields, not the command line's `--gpus none`; nothing starts."""
+    from conftest import free_port
+
+    if "nvidia" in (docker_client.info().get("Runtimes") or {}):
+        pytest.skip("this engine has the NVIDIA runtime")
+    port = free_port()
+    name = f"ktw-wizdock-{port}"
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            s = await launch_with_runner(pilot, checkpoint, name, port, "docker")
+            await until(pilot, lambda: "FAILED" in logged_text(s), "the launch's failure")
+            said = logged_text(s)
+            assert "NVIDIA runtime" in said and "none (stand-in)" in said and "'native'" in said, said
+            assert "--gpus" not in said, said
+
+    asyncio.run(go())
+    assert not (state_home / "ktwizard" / "deployments" / f"{name}.json").exists()
+
+
+def test_a_plan_that_does_not_fit_offers_no_arguments_to_copy_and_says_what_to_change():
+    """384 GPU experts on one card: the Plan step showed launch arguments (--mem-fraction-static 0.999) for a plan
+    the budget says runs out of memory; it shows what to change instead, and so does `plan`'s table."""
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot)
+            await set_input(pilot, "gpu-experts", "384")
+            await until(
+                pilot,
+                lambda: app.state.plan is not None and not app.state.plan.fits and app.state.plan.suggestions,
+                "the plan that does not fit, with its fixes",
+            )
+            await pilot.pause()
+            return rendered(app, "flags"), app.state.plan
+
+    flags, plan = asyncio.run(go())
+    said = " ".join(flags.split())
+    assert "--mem-fraction-static" not in said and "--kt-num-gpu-experts" not in said, said
+    assert "No launch arguments" in said and f"^f applies {plan.suggestions[0].change}" in said, said
+    out = run_cli("plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--gpu-experts", "384")
+    assert out.returncode == 3
+    assert "--mem-fraction-static 0.999" not in out.stdout and "No launch arguments" in out.stdout, out.stdout
+
+
+def test_the_first_plan_says_what_to_do_next_in_the_wizards_own_fields():
+    """The first plan's advice (a larger prefill chunk) named a command-line flag the wizard has no place for, and
+    nothing said where to go next: it names the what-if field to set, and the verdict names the next key."""
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot)
+            await until(pilot, lambda: "Prefill chunks" in rendered(app, "notes"), "the plan's advice")
+            return rendered(app, "notes"), rendered(app, "verdict")
+
+    notes, verdict = asyncio.run(go())
+    notes, verdict = " ".join(notes.split()), " ".join(verdict.split())
+    assert "plan with --" not in notes, notes
+    assert 'set "prefill chunk" above to 32768' in notes, notes
+    assert "^n" in verdict and "Launch step" in verdict, verdict
+
+
+def test_enter_on_the_first_screen_advances_and_focus_shows_by_shape():
+    """Enter on the Host step did nothing (the focus sits on the scrolling body); and a focused field differed from
+    the others only by colour: it has a double border now."""
+    from textual.widgets import Input
+
+    from ktwizard.tui.screens import ModelScreen
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            await pilot.press("enter")
+            await until(pilot, lambda: isinstance(app.screen, ModelScreen), "the Model step after Enter")
+            boxes = list(app.screen.query(Input))
+            focused = [b for b in boxes if b.has_focus]
+            others = [b for b in boxes if not b.has_focus]
+            return [b.styles.border_top[0] for b in focused], [b.styles.border_top[0] for b in others]
+
+    focused, others = asyncio.run(go())
+    assert focused == ["double"], focused
+    assert others and "double" not in others, others
+
+
+def test_at_80x24_every_footer_key_fits_and_the_rendering_has_room():
+    """At 80x24 the footer's last keys ran under the palette key and the Launch step's rendering showed two lines."""
+    from textual.widgets._footer import FooterKey
+
+    async def go():
+        app = app_for()
+        cut: list[str] = []
+        async with app.run_test(size=(80, 24)) as pilot:
+
+            def check() -> None:
+                keys = list(app.screen.query(FooterKey))
+                palette = [k for k in keys if k.action == "app.command_palette"]
+                edge = palette[0].region.x if palette else 80
+                cut.extend(f"{type(app.screen).__name__}: {k.description}" for k in keys if k not in palette
+                           and k.region.right > edge)  # fmt: skip
+
+            await pilot.pause()
+            check()
+            await to_plan(pilot)
+            check()
+            await pilot.press("ctrl+n")
+            await pilot.pause()
+            check()
+            return cut, app.screen.query_one("#text-args").content_region.height
+
+    cut, rendering = asyncio.run(go())
+    assert not cut, cut
+    assert rendering >= 4

@@ -27,6 +27,7 @@ BLOCK = {
     "minimax-m2.5": "minimax-m2",
     "minimax-m2.7": "minimax-m2",
     "qwen3.6-35b-a3b": "qwen3.5-35b-a3b",  # the same config (slime qwen36-35B-A3B.sh sources the 3.5 script)
+    "qwen3-coder-next": "qwen3-next-80b-a3b",  # the model card lists the same dimensions
 }
 CATALOG = json.loads((ORACLES / "sglang-kt-0.7.2-server-args.json").read_text())["flags"]
 
@@ -267,7 +268,7 @@ def test_preset_bytes_agree_with_reference_tables(pid):
     # 2 x 128 x 2 B x 46 layers
     slack = 2 * 128 * 2 * 46 if pid == "glm-4.5-air" else 0
     # Qwen3-Next: the reference and ktwizard size the small gated-DeltaNet norms differently (4,608 B in 4.7 GB)
-    slack += 4608 if pid == "qwen3-next-80b-a3b" else 0
+    slack += 4608 if pid in ("qwen3-next-80b-a3b", "qwen3-coder-next") else 0
     if spec.architecture == "Qwen3_5MoeForConditionalGeneration":
         # the references count dt_bias and A_log (linear_value_heads each per Gated-DeltaNet layer) as float32,
         # ktwizard as BF16: 2 B more per value over the linear layers (397B: 45 x 128 x 2 = 11,520 B)

@@ -21,7 +21,12 @@ from ktwizard.tui.widgets import host_cards, warnings_text
 
 class HostScreen(Step):
     STEP = "1 Host"
-    BINDINGS = [*Step.BINDINGS, Binding("r", "reprobe", "re-probe"), Binding("w", "bandwidth", "measure memory")]
+    BINDINGS = [
+        *Step.BINDINGS,
+        Binding("enter", "next", "next", show=False),  # the selector and the file box take their own Enter
+        Binding("r", "reprobe", "re-probe"),
+        Binding("w", "bandwidth", "memory bw"),
+    ]
     LETTERS = Step.LETTERS | {"reprobe", "bandwidth"}  # typed into the spec-file box, "r" and "w" are letters
 
     def compose(self) -> ComposeResult:
@@ -42,7 +47,7 @@ class HostScreen(Step):
             yield Input(placeholder="or a host spec file: saved by probe --save, or hand-written", id="host-file")
             yield Grid(id="cards")
             yield Static(id="host-warnings")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns
 
     def on_mount(self) -> None:
         super().on_mount()

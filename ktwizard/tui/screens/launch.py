@@ -37,11 +37,11 @@ class LaunchScreen(Step):
         *Step.BINDINGS,
         Binding("ctrl+t", "formats", "formats", key_display="^t"),
         Binding("c", "copy", "copy"),
-        Binding("s", "save", "save to file"),
-        Binding("l", "launch", "launch…"),
+        Binding("s", "save", "save tab"),
+        Binding("l", "launch", "launch"),
         Binding("m", "monitor", "monitor"),
-        Binding("b", "routing", "bench + routing"),
-        Binding("f", "frequency", "relaunch: frequency placement"),
+        Binding("b", "routing", "routing"),
+        Binding("f", "frequency", "freq. relaunch"),
     ]
     LETTERS = Step.LETTERS | {"copy", "save", "launch", "monitor", "routing", "frequency"}
 
@@ -106,25 +106,23 @@ class LaunchScreen(Step):
         self.app.call_from_thread(self.launch_worker, plan, before)
 
     def action_monitor(self) -> None:
-        """Back to the monitor of what this wizard launched (Esc there comes back here)."""
-        from ktwizard.monitor.session import Watch
+        """Back to the monitor of what this wizard launched (Esc there comes back here): the watch `ktwizard monitor
+        NAME` opens (app.target), so a native server's log and process are watched too."""
+        from ktwizard.app.target import resolve, watch
         from ktwizard.tui.monitor_app import MonitorScreen
 
         d = cast(WizardHost, self.app).state.launched
         if d is None:
             self.notify("nothing launched yet: l launches", severity="warning")
             return
-        self.app.push_screen(
-            MonitorScreen(
-                Watch(
-                    url=d.url,
-                    container=d.name if d.kind == "docker" else None,
-                    predicted=self.plan.predicted_peaks(),
-                    gpus=cast(WizardHost, self.app).gpus,
-                    deployment=d.name,
-                )
-            )
-        )
+        try:
+            found = resolve(d.name, with_plan=False)
+        except KtwizardError as exc:
+            self.notify(exc.message, severity="error")
+            return
+        plan = self.launched_plan or self.plan
+        gpus = cast(WizardHost, self.app).gpus
+        self.app.push_screen(MonitorScreen(watch(found, gpus=gpus, predicted=plan.predicted_peaks())))
 
     def compose(self) -> ComposeResult:
         from ktwizard.render.docker import container_name
@@ -167,7 +165,7 @@ class LaunchScreen(Step):
                 )
         yield Static(id="image-status")
         yield RichLog(id="launch-log", max_lines=400, wrap=True, markup=False, highlight=False)
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -205,7 +203,9 @@ class LaunchScreen(Step):
             )
         except KtwizardError as exc:
             problems.append(exc.message)
-        self.query_one("#image-status", Static).update(Text("; ".join(problems), style="red") if problems else "")
+        status = self.query_one("#image-status", Static)
+        status.update(Text("; ".join(problems), style="red") if problems else "")
+        status.display = bool(problems)  # an empty line would take a row from the rendering at 24 rows
         return replace(plan, goals=goals, flags=flags, image=image, env=env)
 
     def recording(self) -> Plan:
@@ -278,15 +278,24 @@ class LaunchScreen(Step):
     def launch_worker(self, plan: Plan, before: float | None = None) -> None:
         import io
 
-        from ktwizard.app.launch import launch, runs_natively
+        from ktwizard.app.launch import docker_gpu_problem, launch, runs_natively
         from ktwizard.deploy.runners import launch_options
         from ktwizard.inputs import parse_count, parse_env
+        from ktwizard.verify.spec import DEFAULT_TIMEOUT_S
 
         log = self.query_one("#launch-log", RichLog)
         runner = str(self.query_one("#runner", Select).value)
-        native, why = runs_natively(runner)
+        gpus = self.query_one("#gpu-mode", Select).value != "none"
+        here = self.host if not self.state.host_ref else None  # a recorded host says nothing of this machine
+        native, why = runs_natively(runner, gpus, here)
         if why:
             self.app.call_from_thread(log.write, why)
+        problem = None if native else docker_gpu_problem(gpus)
+        if problem:  # the fix in this step's own fields, not the command line's --gpus none
+            fix = f"{problem}: set GPUs to 'none (stand-in)' or the runner to 'native' above, then l again"
+            self.app.call_from_thread(log.write, f"FAILED: {fix}")
+            self.app.call_from_thread(self.notify, fix, severity="error", timeout=10)
+            return
         try:
             port = self.query_one("#port", Input).value.strip()
             opts = launch_options(
@@ -294,7 +303,7 @@ class LaunchScreen(Step):
                 name=self.query_one("#name", Input).value.strip() or None,
                 port=parse_count(port, "port", 1, 65535) if port else None,
                 image=self.query_one("#image", Input).value.strip() or None,
-                gpus=None if self.query_one("#gpu-mode", Select).value == "none" else "plan",
+                gpus="plan" if gpus else None,
                 env=parse_env([kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()]),
                 native=native,
             )
@@ -312,8 +321,11 @@ class LaunchScreen(Step):
         self_app = self.app
         try:
             out = cast(TextIO, Lines())
-            with launch(plan, opts, out=out) as done:  # the CLI's launch: plan and peak report kept by the record
+            # the CLI's launch: plan and peak report kept by the record, then verify's checks, each as it runs
+            with launch(plan, opts, out=out, verify_timeout=DEFAULT_TIMEOUT_S, on_verdict=checking(out)) as done:
                 deployment = done.deployment
+            if done.verified is not None:
+                out.write(verified_text(done.verified) + "\n")
             from ktwizard.render.clients import clients_text
 
             out.write(f"{deployment.name} ready at {deployment.url}; Esc in the monitor comes back to this summary\n")
@@ -337,3 +349,25 @@ class LaunchScreen(Step):
             return
         self.app.call_from_thread(self.refresh_bindings)
         self.app.call_from_thread(self.action_monitor)
+
+
+def checking(out: TextIO):
+    """verify's progress on the Launch step: the check that starts, then its verdict (and what to try)."""
+    from ktwizard.app.verify import line
+
+    def progress(name: str, verdict) -> None:
+        out.write((f"verify: checking {name}…" if verdict is None else "verify: " + line(verdict)) + "\n")
+
+    return progress
+
+
+def verified_text(report) -> str:
+    """The verdict of the checks: all passed, or which failed and that each line above says what to try."""
+    failed = report.failed
+    if not failed:
+        return f"verify: every check passed ({len(report.verdicts)})"
+    names = ", ".join(v.name for v in failed)
+    return (
+        f"verify: {len(failed)} of {len(report.verdicts)} checks failed ({names}): the 'try:' under each says what "
+        "to change; Esc back to the Plan step (another kt-method, TP 1), then l relaunches"
+    )

@@ -42,7 +42,7 @@ class ModelScreen(Step):
                 yield Label("weights folder")
                 yield Input(self.state.goals.weights or "", placeholder="/models/...", id="weights")
                 yield Static(id="model-info")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns
 
     def on_mount(self) -> None:
         super().on_mount()

@@ -89,7 +89,7 @@ class PlanScreen(Step):
             yield Static(id="suggestions")
             yield Static(id="notes")
             yield Static(id="flags")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits 80 columns
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -146,9 +146,14 @@ class PlanScreen(Step):
             verdict_w.update(Text(exc.message, style="red"))
             return
         self.state.goals, self.state.plan = goals, result
+        then = (
+            "\nnext: ^n (or n) opens the Launch step (image, name, port, runner); l there launches"
+            if result.fits
+            else ""
+        )
         verdict_w.update(
             Text(
-                verdict(result) + "".join(f"\n  ! {o}" for o in result.overflows),
+                verdict(result) + "".join(f"\n  ! {o}" for o in result.overflows) + then,
                 style="bold green" if result.fits else "bold red",
             )
         )
@@ -164,7 +169,12 @@ class PlanScreen(Step):
         )
         self.query_one("#suggestions", Static).update(sug)
         self.query_one("#notes", Static).update(notes_text(result))
-        self.query_one("#flags", Static).update(flags_table(result))
+        if result.fits:
+            self.query_one("#flags", Static).update(flags_table(result))
+        else:  # no arguments to copy for a server the budget says runs out of memory: what to change instead
+            from ktwizard.render.table import not_launchable
+
+            self.query_one("#flags", Static).update(Text(not_launchable(result, "^f applies {change}"), style="yellow"))
 
     def action_next(self) -> None:
         if self.state.plan is not None and self.state.plan.fits:
