@@ -65,7 +65,11 @@ WHY = """## Why the errors are what they are
   Qwen3) does not carry (the 4-stream hyper-connection mixing and 34 KDA layers' recurrent updates, each a chain
   of small kernels), and 64 kt-kernel threads on a 64-core host beside four TP workers (the V4 tutorial measures
   a 10 x slowdown from oversubscribed threads). The run's CPU is not named. No term was changed for it: one figure
-  cannot tell these apart. Prefill (493 tokens, hybrid path) lands at +30 %.
+  cannot tell these apart. Prefill (493 tokens, hybrid path) is +74 %: 96 % of its chunk is
+  the CPU experts' FP8 math (above the vec switch, 4 x 288 / 8 = 144 tokens), which v4 runs at Zen 5's rate (two
+  512-bit shuffle pipes, 64 FLOP/cycle). The run's CPU is not named: on a CPU with one 512-bit shuffle pipe (32
+  FLOP/cycle) the same forecast is -11 %. The named EPYC 9355 runs (MiniMax-M2.1 tutorial, A14/A20) need the Zen 5
+  rate (-26 % with it, -62 % without), so the miss is the host assumed for this run, not the term.
 - **Qwen3.5-122B-A10B-FP8, AVX2 build (N06-N08).** Prefill lands within the band once the layerwise threshold is
   the AVX2 tutorial's 400 (the issue does not state it); with 4096 it would be 59-90 % low.
 """
