@@ -140,7 +140,7 @@ CARDS: tuple[CardSpec, ...] = (
         16,
         209.5 * T,
         419 * T,
-        838 * T,
+        1676 * T,  # FP4: 3,352 AI TOPS (sparse) on the product page; FP4 keeps its rate with FP32 accumulate
         (0x2B85,),
         NV + "geforce/graphics-cards/50-series/rtx-5090/",
     ),
@@ -153,7 +153,7 @@ CARDS: tuple[CardSpec, ...] = (
         16,
         112.6 * T,
         225 * T,
-        450 * T,
+        900 * T,  # FP4: 1,801 AI TOPS (sparse) on the product page
         (0x2C02,),
         NV + "geforce/graphics-cards/50-series/rtx-5080/",
     ),

@@ -80,3 +80,12 @@ def test_an_unknown_slow_card_is_warned_of_and_its_range_holds_the_truth(tmp_pat
 def test_a_known_card_carries_no_warning():
     s = gpu_speed(GPU(0, "NVIDIA H200", 141 * GiB, 0, 0))
     assert s.known and "UNKNOWN" not in s.why and "h200" in s.why.lower()
+
+
+def test_geforce_blackwell_fp4_is_half_the_ai_tops_the_product_page_prints():
+    """RTX 5090: 3,352 AI TOPS (FP4, sparse) -> 1,676 dense; RTX 5080: 1,801 -> ~900. FP8/BF16 stay at their
+    FP32-accumulate rates (419 / 209.5 dense for the 5090: 1,676.8 / 838.4 sparse FP16-accumulate halved twice)."""
+    c = lookup("NVIDIA GeForce RTX 5090")
+    assert c.fp4 == pytest.approx(3352e12 / 2, rel=0.01)
+    assert (c.fp8, c.bf16, c.bandwidth) == pytest.approx((419e12, 209.5e12, 1.792e12), rel=0.01)
+    assert lookup("NVIDIA GeForce RTX 5080").fp4 == pytest.approx(1801e12 / 2, rel=0.01)
