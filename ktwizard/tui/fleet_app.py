@@ -153,7 +153,10 @@ class FleetApp(App):
     def on_fleet_ready(self, msg: FleetReady) -> None:
         s = msg.sample
         self.samples += 1
-        self.query_one(RouterPane).update_from(s)
+        routers = self.query(RouterPane)
+        if not routers:  # closing: the sampling thread's last sample arrived after the panes were removed
+            return
+        routers.first().update_from(s)
         for i, rep in enumerate(s.replicas):
             self.query_one(f"#replica-{i}", ReplicaPane).update_from(rep)
         machine: Sample = replace(s.machine, alerts=s.alerts)

@@ -20,12 +20,17 @@ from ktwizard.deploy.procid import DEPLOYMENT_ENV, FLEET_ENV, start_ticks
 
 
 def sleeper(env: dict[str, str] | None = None) -> subprocess.Popen:
-    """An unrelated long-lived process, leader of its own group (as a server would be)."""
-    return subprocess.Popen(
+    """An unrelated long-lived process, leader of its own group (as a server would be). Reaped as soon as it ends,
+    as a detached server is by init: a zombie child of the test would hold `stop` to its whole timeout."""
+    import threading
+
+    p = subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(120)"],
         start_new_session=True,
         env={**os.environ, **(env or {})},
     )
+    threading.Thread(target=p.wait, daemon=True).start()
+    return p
 
 
 def alive(p: subprocess.Popen) -> bool:

@@ -12,7 +12,7 @@ from ktwizard.fleet.records import FleetRecord, ReplicaRecord, RouterRecord
 from ktwizard.monitor.fleet import FleetSample, ReplicaSample
 from ktwizard.monitor.router import RouterSample
 from ktwizard.monitor.samples import Sample, ServerSample
-from ktwizard.tui.fleet_app import FleetApp, ReplicaPane
+from ktwizard.tui.fleet_app import FleetApp, FleetReady, ReplicaPane
 
 DEAD = "http://127.0.0.1:9"  # nothing listens: a live sampler would report the replicas down
 
@@ -61,5 +61,20 @@ def test_the_fleet_view_fills_the_screen_and_every_replica_pane_says_enough():
                 spark = pane.query_one(Sparkline)
                 assert list(spark.data or []) == [10.0, 11.0, 12.0, 13.0, 14.0]
                 assert spark.region.height >= 3  # the history takes the room the text leaves
+
+    asyncio.run(run())
+
+
+def test_a_sample_that_arrives_as_the_view_closes_is_dropped_not_a_crash():
+    # On quit the app's panes are removed while the sampling thread may still post a sample: the last one must not
+    # end the app with NoMatches (the panes it would fill are gone).
+    async def run() -> None:
+        app = FleetApp(record(), interval=3600, gpus=False, source=Replay([sample(1, 10.0)]))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: app.samples == 1, "the app showed the recorded sample")
+            await app.query_one("#fleet").remove()  # the panes, gone as they are when the app closes
+            app.post_message(FleetReady(sample(2, 11.0)))
+            await until(pilot, lambda: app.samples == 2, "the app took the late sample")
+            assert app.is_running  # a handler's exception would have ended it (and run_test re-raises it)
 
     asyncio.run(run())

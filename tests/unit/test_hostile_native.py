@@ -83,7 +83,7 @@ def test_stop_ends_a_leaderless_group_of_the_server(tmp_path):
         _record(tmp_path, "srv", sh.pid, start)
         out = _cli(tmp_path, "stop", "srv", "--timeout", "2")
         assert out.returncode == 0 and "stopped srv" in out.stderr, out.stderr
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 60  # a bound on a hang, not the verdict: the group ends within moments
         while _alive(job) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not _alive(job)

@@ -35,23 +35,32 @@ def test_the_shapes_a_leak_takes_are_seen_and_only_this_sessions():
 
 def test_a_tab_ends_when_its_parent_is_killed_even_before_the_parent_is_reaped():
     """A SIGKILLed web server stays a zombie until its own parent reaps it; its tabs must not wait for that."""
-    import time
-
     from ktwizard.deploy.procid import start_ticks
 
-    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         mark = f"{parent.pid}:{start_ticks(parent.pid)}"
+        # The tab says when its watcher has looked at the living parent five times (a state, not a time), then
+        # waits; were the watcher's ending its own, it would end 0 on the first look; never ending, it exits 3.
         code = (
-            "import time\nfrom ktwizard.deploy.procid import watch_parent\n"
-            "watch_parent('KTWIZARD_TEST_PARENT', poll_s=0.1)\ntime.sleep(30)\n"
+            "import sys, threading, time\nfrom ktwizard.deploy import procid\n"
+            "looks = threading.Semaphore(0)\nstat = procid._stat\n"
+            "def counted(pid):\n    looks.release()\n    return stat(pid)\n"
+            "procid._stat = counted\n"
+            "procid.watch_parent('KTWIZARD_TEST_PARENT', poll_s=0.05)\n"
+            "for _ in range(5):\n    looks.acquire()\n"
+            "print('alive', flush=True)\nsys.stdin.readline()\ntime.sleep(600)\nsys.exit(3)\n"
         )
-        tab = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "KTWIZARD_TEST_PARENT": mark})
-        time.sleep(1.0)
-        assert tab.poll() is None  # the parent lives: the tab stays
-        parent.kill()  # not waited for: a zombie from here on
-        t0 = time.monotonic()
-        assert tab.wait(10) == 0 and time.monotonic() - t0 < 5
+        env = {**os.environ, "KTWIZARD_TEST_PARENT": mark}
+        tab = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True)  # fmt: skip
+        try:
+            assert tab.stdout.readline() == "alive\n"  # the parent lives: the tab stayed through five looks
+            parent.kill()  # not waited for: a zombie from here on
+            assert tab.wait(120) == 0  # the watcher ended it (the bound only turns a hang into a failure)
+        finally:
+            tab.kill()
+            tab.wait()
     finally:
         parent.kill()
         parent.wait()

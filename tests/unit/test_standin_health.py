@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -24,7 +25,7 @@ from ktwizard.models.presets import get_preset
 def _standin(tmp_path, generation: str | None):
     (tmp_path / "config.json").write_text(json.dumps(get_preset("qwen3-30b-a3b").config))
     port = free_port()
-    env = {**os.environ, "STANDIN_STEP_S": "0.01", "STANDIN_PREFILL_TPS": "1000", "SGLANG_HEALTH_CHECK_TIMEOUT": "1"}
+    env = {**os.environ, "STANDIN_STEP_S": "0.01", "STANDIN_PREFILL_TPS": "100", "SGLANG_HEALTH_CHECK_TIMEOUT": "1"}
     env.pop("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", None)
     if generation is not None:
         env["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"] = generation
@@ -32,9 +33,12 @@ def _standin(tmp_path, generation: str | None):
     args = [sys.executable, "-m", "sglang.launch_server", "--model-path", str(tmp_path), "--host", "127.0.0.1",
             "--port", str(port), "--served-model-name", "m", "--context-length", "40000",
             "--chunked-prefill-size", "8192"]  # fmt: skip
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc.lines = queue.Queue()  # its log, read as it comes: the test waits for the line saying a prefill began
+    threading.Thread(target=lambda: [proc.lines.put(line) for line in proc.stdout], daemon=True).start()
     url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
+    end = time.monotonic() + 120  # far beyond a loaded machine's start: reaching it means it never started
+    while time.monotonic() < end and proc.poll() is None:
         try:
             if httpx.get(url + "/health", timeout=5).status_code == 200:
                 return proc, url
@@ -50,17 +54,18 @@ def _post(url: str, body: dict) -> None:
         httpx.post(url + "/generate", json=body, timeout=60)
 
 
-def _probes_during_a_long_prefill(url: str) -> tuple[int, int]:
-    """/health and /health_generate while one 8192-token chunk is in its forward pass (8.2 s at 1000 tokens/s; the
-    probes' timeout is 1 s)."""
+def _probes_during_a_long_prefill(proc, url: str) -> tuple[int, int]:
+    """/health and /health_generate while one 8000-token chunk is in its forward pass (80 s at 100 tokens/s; the
+    probes' timeout is 1 s): asked once the stand-in logs the chunk's start, and answered, each, before it ends."""
     body = {"text": "tok " * 8000, "sampling_params": {"max_new_tokens": 1}}
-    threading.Thread(target=_post, args=(url, body), daemon=True).start()
-    time.sleep(1.0)
+    prefill = threading.Thread(target=_post, args=(url, body), daemon=True)
+    prefill.start()
+    while "Prefill batch" not in proc.lines.get(timeout=60):  # the bound turns a hang into a failure
+        pass
     codes = []
     for path in ("/health", "/health_generate"):
-        started = time.time()
         codes.append(httpx.get(url + path, timeout=30).status_code)
-        assert time.time() - started < 3, "a probe answers within its own timeout, not after the prefill"
+        assert prefill.is_alive(), "a probe answers within its own timeout, not after the prefill"
     return codes[0], codes[1]
 
 
@@ -70,7 +75,7 @@ def test_health_generates_unless_switched_off(tmp_path, generation, health):
     try:
         assert httpx.get(url + "/health", timeout=5).status_code == 200  # idle: a token comes at once
         # /health_generate always generates: http_server.py:500-503 short-cuts only the path /health
-        assert _probes_during_a_long_prefill(url) == (health, 503)
+        assert _probes_during_a_long_prefill(proc, url) == (health, 503)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
