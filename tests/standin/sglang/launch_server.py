@@ -351,12 +351,13 @@ class Engine:
             with self.lock:  # --enable-mixed-chunk: the decoding requests ride in this batch with their context
                 riders = dict(self.decoding) if self.args.enable_mixed_chunk else {}
                 usage = self.tokens_in_use / self.max_total
+            seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
+            # the pass is under way before its line is logged: a reader of the log never sees it idle
+            self.pass_ends = time.time() + seconds
             log(
                 f"Prefill batch, #new-seq: 1, #new-token: {m}, #cached-token: {done}, token usage: {usage:.2f}, "
                 f"#running-req: {len(riders)}, #queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
             )
-            seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
-            self.pass_ends = time.time() + seconds
             self.gpu.chunk(m, [done, *riders.values()], seconds, n)
             done += m
         self.realtime.labels(**self.lv, mode="prefill_compute").inc(n - cached)
