@@ -72,7 +72,8 @@ CITED = {
                                364: 'glob.glob(os.path.join(weight_path, "*.safetensors"))',
                                368: "if self.load_merged_weight:", 458: 'base_key = f"blk.{self.layer_idx}"',
                                557: "moe_config.load = True", 560: "moe_config.path = self.weight_path"},
-    "kt_kernel/utils/loader.py": {215: "def load_experts(self, base_key", 220: "blk.{layer_index}.ffn_[up, down, gate]"},
+    "kt_kernel/utils/loader.py": {215: "def load_experts(self, base_key",
+                                  220: "blk.{layer_index}.ffn_[up, down, gate]"},
     "kt_kernel/cli/commands/quant.py": {56: '"--input-type"', 58: "Input weight type (fp8, fp16, bf16)"},
 }  # fmt: skip
 
