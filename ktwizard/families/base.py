@@ -154,6 +154,14 @@ class Family:
             return [("--attention-backend", backend_hint, "the backend the KT docs use for this model family")]
         return []
 
+    def served_name_why(self, spec: ModelSpec) -> str:
+        """What the --served-model-name reason adds for this family (clients that key on the name), or ""."""
+        return ""
+
+    def layer_placement(self, spec: ModelSpec) -> bool:
+        """The plan carries KTransformers' layer-wise placement alternative (planner/memory/layers.py)."""
+        return False
+
     def refused_flags(self) -> frozenset[str]:
         """Flags the runtime refuses for this family: never rendered."""
         return frozenset()
