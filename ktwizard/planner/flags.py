@@ -17,6 +17,7 @@ from ktwizard.planner.threads import ThreadPlan
 from ktwizard.planner.types import EnvVar, Flag, Goals
 from ktwizard.runtime import release as runtime_env
 from ktwizard.runtime import rules
+from ktwizard.runtime.version import SGLANG_KT, SGLANG_KT_VERSION
 
 SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 SERVED_BAD = G.SERVED_BAD
@@ -106,7 +107,7 @@ def build_env(
             runtime_env.ALLOC_CONF,
             runtime_env.EXPANDABLE,
             f"expandable segments keep the allocator within 0.2 GiB of the live peak (the default allocator needed "
-            f"+3.1 to +4.9 GiB); torch {runtime_env.SGLANG_KT_TORCH_PIN}, pinned by sglang-kt 0.7.2, reads only this "
+            f"+3.1 to +4.9 GiB); torch {runtime_env.SGLANG_KT_TORCH_PIN}, pinned by {SGLANG_KT}, reads only this "
             "name (pytorch/pytorch#183387)",
         ),
     ]
@@ -137,9 +138,9 @@ def build_env(
             EnvVar(
                 rules.CONFIG_BACKUP_ENV,
                 "none",
-                "read the checkpoint's own config.json: 0.7.2's default reloads every DeepSeek-family config into "
-                "DeepSeek-V4's class, whose index_topk=512 default turns a DeepSeek-V3/Kimi K2 checkpoint into a "
-                "sparse-attention model it has no indexer weights for (hf_transformers_utils.py:397, :483-500)",
+                f"read the checkpoint's own config.json: {SGLANG_KT_VERSION}'s default reloads every DeepSeek-family "
+                "config into DeepSeek-V4's class, whose index_topk=512 default turns a DeepSeek-V3/Kimi K2 checkpoint "
+                "into a sparse-attention model it has no indexer weights for (hf_transformers_utils.py:397, :483-500)",
             )
         )
     if spec is not None:
