@@ -71,7 +71,7 @@ class Batch:
 @dataclass(frozen=True)
 class StepParts:
     """One attention step's live set from the family's runtime code: each tensor alive at the peak, with its bytes
-    on one rank, and the source lines that allocate them (planner/memory/steps.py turns it into a ledger Step)."""
+    on one rank, and the source lines that allocate them (planner/memory/steps.py turns it into a StepLiveSet)."""
 
     path: str
     parts: tuple[tuple[str, int], ...]

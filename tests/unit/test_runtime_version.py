@@ -65,5 +65,5 @@ def test_the_finder_finds_a_literal_and_leaves_prose_alone():
 def test_the_seam_names_the_release_the_catalog_was_dumped_from():
     from ktwizard.runtime import catalog
 
-    assert version.SGLANG_KT == f"sglang-kt {version.SGLANG_KT_VERSION}"
+    assert f"sglang-kt {version.SGLANG_KT_VERSION}" == version.SGLANG_KT
     assert version.SGLANG_KT_VERSION in catalog.CATALOG
