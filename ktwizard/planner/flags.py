@@ -20,7 +20,6 @@ from ktwizard.runtime import rules
 from ktwizard.runtime.version import SGLANG_KT, SGLANG_KT_VERSION
 
 SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
-SERVED_BAD = G.SERVED_BAD
 
 
 def build_flags(
