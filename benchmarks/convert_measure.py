@@ -13,6 +13,7 @@ real widths (64 experts, H 2048, I 1408) with 3 decoder layers, the first dense.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -42,10 +43,8 @@ def scratch_sampler(stop: threading.Event, peak: list[int]) -> None:
         total = 0
         for d in Path("/dev/shm").glob("kt_convert_*"):
             for f in d.rglob("*"):
-                try:
+                with contextlib.suppress(OSError):
                     total += f.stat().st_size if f.is_file() else 0
-                except OSError:
-                    pass
         peak[0] = max(peak[0], total)
         time.sleep(0.02)
 
