@@ -111,6 +111,9 @@ class Family:
     # MiniMax-M3's (sparse layers, layers with an index value branch)
     sparse_layers: Callable[[ConfigReader, int], tuple[tuple[int, ...], tuple[int, ...]]] | None = None
     source: str = ""  # the runtime's model file(s)
+    # the architectures whose model class defines get_model_config_for_expert_location, which the routing recorder
+    # needs at start-up (eplb/expert_location.py:520-530; grep of sglang/srt/models/*.py, each file's EntryClass)
+    expert_location: tuple[str, ...] = ()
 
     # --- KV and state -------------------------------------------------------------------------------------------
     def kv_pool(self, spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int, concurrency: int) -> Pool:

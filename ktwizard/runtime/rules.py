@@ -110,32 +110,13 @@ def shard_instead(spec: ModelSpec) -> str:
 
 # --- Expert-distribution recorder ------------------------------------------------------------------------------------
 # eplb/expert_location.py:520-530 asks the model class for get_model_config_for_expert_location; without it the
-# recorder's metadata is missing and expert_distribution.py asserts at start-up. Classes that define it in 0.7.2
-# (grep of sglang/srt/models/*.py, EntryClass of each file):
-RECORDER_ARCHITECTURES = frozenset(
-    {
-        "DeepseekV2ForCausalLM",
-        "DeepseekV3ForCausalLM",
-        "DeepseekV32ForCausalLM",  # models/deepseek_v2.py:3647, :3677
-        "DeepseekV4ForCausalLM",
-        "Glm4MoeForCausalLM",
-        "GlmMoeDsaForCausalLM",  # models/glm4_moe.py:1302
-        "GptOssForCausalLM",
-        "KimiK25ForConditionalGeneration",
-        "MiniMaxM2ForCausalLM",
-        "MiniMaxM3SparseForCausalLM",
-        "Qwen2MoeForCausalLM",
-        "Qwen3MoeForCausalLM",
-        "Qwen3NextForCausalLM",
-        "Qwen3_5MoeForConditionalGeneration",
-        "Qwen3_5MoeForCausalLM",
-    }
-)
-
-
+# recorder's metadata is missing and expert_distribution.py asserts at start-up. Each family names its classes that
+# define it (Family.expert_location, families/<name>/).
 def recorder_problem(spec: ModelSpec) -> str | None:
     """Why --expert-distribution-recorder-mode would stop this model's server at start-up, or None."""
-    if spec.architecture in RECORDER_ARCHITECTURES:
+    from ktwizard.families.registry import FAMILIES  # the registry imports every family: only when asked
+
+    if any(spec.architecture in f.expert_location for f in FAMILIES):
         return None
     return (
         f"{spec.architecture} has no expert-location metadata in {SGLANG_KT} (no get_model_config_for_expert_"

@@ -85,4 +85,11 @@ FAMILY = DeepSeek(
     readers.gate_experts_shared,
     unwrap=readers.kimi_vl_unwrap,
     source="sglang/srt/models/deepseek_v2.py",
+    expert_location=(
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",  # models/deepseek_v2.py:3647, :3677
+        "KimiK25ForConditionalGeneration",
+        "GlmMoeDsaForCausalLM",  # models/glm4_moe.py:1302
+    ),
 )

@@ -134,4 +134,5 @@ FAMILY = DeepSeekV4(
     inventory=deepseek_v4.tensors,
     formats=deepseek_v4.formats,
     source="sglang/srt/models/deepseek_v4.py",
+    expert_location=("DeepseekV4ForCausalLM",),
 )
