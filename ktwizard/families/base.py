@@ -22,6 +22,9 @@ from ktwizard.models.tensors import Tensor
 FlagRow = tuple[str, Any, str]  # (--flag, value, why): the planner turns each into a planner.types.Flag
 EnvRow = tuple[str, str, str]  # (NAME, value, why)
 SLOTS_PER_REQUEST = 3  # model_runner_kv_cache_mixin.py:47, applied at :597-603 (linear-attention state slots)
+# One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
+# never alive together (planner/memory/budget.BudgetItem.exclusive); a family's item freed before them shares the tag.
+LAYER_STEP = "attention or MoE step of one layer"
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,20 @@ class StepParts:
     @property
     def bytes(self) -> int:
         return sum(b for _, b in self.parts)
+
+
+@dataclass(frozen=True)
+class KeptItem:
+    """One allocation a family's layerwise prefill makes instead of the generic one-layer item (Family.layerwise_kept),
+    with the phases it is alive in and its runtime source; the ledger lists it as a runtime BudgetItem."""
+
+    name: str
+    bytes: int
+    why: str
+    live: tuple[str, ...]
+    source: str
+    estimate: bool = False
+    exclusive: str = ""  # LAYER_STEP: never alive together with the step live sets
 
 
 def heads(n: int, tp: int) -> int:
@@ -147,6 +164,22 @@ class Family:
         arithmetic (planner/memory/steps.py); a family whose layers allocate more (sparse indexers, linear
         attention) returns its own, the larger of its layer kinds' when it mixes them."""
         return common
+
+    # --- the GPU experts and the layerwise layer ----------------------------------------------------------------
+    def keeps_loaded_experts(self, spec: ModelSpec, layerwise: bool, capabilities: tuple[str, ...]) -> bool:
+        """The GPU experts stay in their loaded form beside the kernel's converted copy (planner/memory/sizing.py)."""
+        return False
+
+    def layerwise_kept(
+        self, spec: ModelSpec, method: str, tp: int, compute_capability: str
+    ) -> tuple[KeptItem, ...] | None:
+        """What layerwise prefill keeps on a GPU of this capability where it is not the generic one full MoE layer
+        (planner/memory/ledger.py layerwise_layer); None: the generic one."""
+        return None
+
+    def layerwise_reservation(self, spec: ModelSpec, method: str, tp: int, compute_capability: str) -> int:
+        """Bytes the runtime subtracts for layerwise prefill before it profiles the KV pool on this GPU."""
+        return 0
 
     # --- flags and runtime rules --------------------------------------------------------------------------------
     def attention_flags(

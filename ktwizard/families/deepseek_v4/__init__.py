@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ktwizard.families.base import COMMON_LIVE_SETS, EnvRow, Family, FlagRow, LiveSet, Pool
-from ktwizard.families.deepseek_v4 import rules
+from ktwizard.families.base import COMMON_LIVE_SETS, EnvRow, Family, FlagRow, KeptItem, LiveSet, Pool
+from ktwizard.families.deepseek_v4 import layerwise, rules
 from ktwizard.families.dsa import DsaKv
 from ktwizard.models import deepseek_v4, dsv4_kv
 from ktwizard.models.arch import ConfigReader
@@ -114,6 +114,18 @@ class DeepSeekV4(Family):
         layers = a.full_attention_layers or spec.layers
         qk, v = a.head_dim, a.head_dim
         return sum(2.0 * n * attended(a, r, prefix + n / 2) * a.heads * (qk + v) for r in a.compress_ratios[:layers])
+
+    def keeps_loaded_experts(self, spec: ModelSpec, layerwise_on: bool, capabilities: tuple[str, ...]) -> bool:
+        return layerwise_on and layerwise.keeps_raw(capabilities)
+
+    def layerwise_kept(
+        self, spec: ModelSpec, method: str, tp: int, compute_capability: str
+    ) -> tuple[KeptItem, ...] | None:
+        """MXFP4: the full-expert layer the runtime keeps depends on the GPU (layerwise.py beside this file)."""
+        return layerwise.items(spec, tp, compute_capability) if layerwise.applies(spec, method) else None
+
+    def layerwise_reservation(self, spec: ModelSpec, method: str, tp: int, compute_capability: str) -> int:
+        return layerwise.reservation(spec, tp, compute_capability) if layerwise.applies(spec, method) else 0
 
     def live_sets(self) -> tuple[LiveSet, ...]:
         return (

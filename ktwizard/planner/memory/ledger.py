@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from math import ceil
 
-from ktwizard.families.base import Pool
+from ktwizard.families.base import LAYER_STEP, KeptItem, Pool
 from ktwizard.families.registry import of as family_of
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
@@ -19,9 +19,8 @@ from ktwizard.planner.memory.budget import BudgetItem
 from ktwizard.planner.memory.steps import Int4Layer, StepLiveSet
 from ktwizard.runtime import rules
 
-# One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
-# never alive together (budget.BudgetItem.exclusive).
-LAYER_STEP = "attention or MoE step of one layer"
+# LAYER_STEP (families/base.py): one decoder layer runs attention, frees its temporaries, then runs its MoE block:
+# the two steps' live sets are never alive together (budget.BudgetItem.exclusive).
 # srt/environ.py:333 SGLANG_FLASHINFER_WORKSPACE_SIZE
 FLASHINFER_WORKSPACE = 384 * 2**20
 
@@ -161,6 +160,11 @@ def layerwise_layer(spec: ModelSpec, method: str, tp: int) -> list[BudgetItem]:
             source=src,
         )
     ]
+
+
+def kept_items(kept: tuple[KeptItem, ...]) -> list[BudgetItem]:
+    """A family's own layerwise layer (Family.layerwise_kept) as ledger items, allocated at run time."""
+    return [BudgetItem(k.name, k.bytes, k.why, "runtime", k.estimate, k.live, k.source, k.exclusive) for k in kept]
 
 
 def step_items(phase: str, attention: StepLiveSet, moe: StepLiveSet) -> list[BudgetItem]:

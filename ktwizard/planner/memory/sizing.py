@@ -20,9 +20,9 @@ from ktwizard.host.cards import card_reserve
 from ktwizard.host.profile import GPU
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
-from ktwizard.planner.memory import dsv4_layerwise, linear_state, margin, steps
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory import ledger as L
+from ktwizard.planner.memory import linear_state, margin, steps
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
 from ktwizard.planner.memory.steps import StepLiveSet
 from ktwizard.planner.types import Goals
@@ -71,7 +71,7 @@ class Sizing:
             chunk = max(chunk, 16384)  # the recipe's tested value on a 96 GB card: long prefills in fewer chunks
         self.chunk = max(512, min(chunk, self.tokens))
         self.graph_bs = max(1, min(graph_bs, goals.concurrency))
-        family = family_of(spec)
+        self.family = family = family_of(spec)
         if forced := family.graph_max_bs():  # GLM-5-Next: server_args.py:1656-1662 captures 1, 2 and 4 whatever
             self.graph_bs = forced
         self.layerwise = layerwise
@@ -93,13 +93,10 @@ class Sizing:
         self.pool = L.kv_pool(spec, self.tokens, self.tp, 1 if fp8 else 2, self.chunk, goals.concurrency)
         self.state_pool = linear_state.state_pool(spec, self.tp, goals.concurrency)
         self.state = self.state_pool.allocated if self.state_pool else 0
-        # DeepSeek-V4: layerwise prefill keeps the loaded experts beside the converted copy, except on SM100 (TRT-LLM
-        # converts in place, mxfp4_deepseek.py:82, :404-)
-        self.keep_raw = rules.is_dsv4(spec) and layerwise and any(g.compute_capability != "10.0" for g in gpus)
+        # a family whose layerwise prefill keeps the loaded experts beside the kernel's converted copy
+        self.keep_raw = family.keeps_loaded_experts(spec, layerwise, capabilities)
         self.per_expert = M.gpu_expert_bytes(spec, 1, self.tp, self.keep_raw)
         self.int4 = steps.Int4Layer.layerwise(spec, method) if layerwise else None
-        # DeepSeek-V4 MXFP4: the full-expert layer the runtime keeps depends on the GPU (dsv4_layerwise)
-        self.dsv4_layerwise = dsv4_layerwise.applies(spec, method, layerwise)
         self._fit: Fit | None = None
         self._budgets: dict[tuple[object, ...], GpuBudget] = {}
         self._after: list[BudgetItem] | None = None
@@ -282,16 +279,20 @@ class Sizing:
 
     def layerwise_items(self) -> list[BudgetItem]:
         """The full-expert layer layerwise prefill keeps. The ledger after the weights is shared by every GPU, so
-        on a mix of architectures the costliest path's items stand for all."""
+        on a mix of architectures the costliest path's items stand for all. A family whose runtime keeps more (or
+        other) than the one full layer on some GPUs names it (Family.layerwise_kept)."""
         generic = L.layerwise_layer(self.spec, self.method, self.tp)
-        if not self.dsv4_layerwise:
+        if not self.layerwise:
             return generic
-        paths = [dsv4_layerwise.items(self.spec, self.tp, g.compute_capability) or generic for g in self.gpus]
+        kept = (self.family.layerwise_kept(self.spec, self.method, self.tp, g.compute_capability) for g in self.gpus)
+        paths = [L.kept_items(k) if k else generic for k in kept]
         return max(paths, key=lambda its: sum(i.bytes for i in its))
 
     def reservation(self, g: GPU) -> int:
-        """What the runtime subtracts on this GPU before profiling the KV pool (dsv4_layerwise.reservation)."""
-        return dsv4_layerwise.reservation(self.spec, self.tp, g.compute_capability) if self.dsv4_layerwise else 0
+        """What the runtime subtracts on this GPU before profiling the KV pool (Family.layerwise_reservation)."""
+        if not self.layerwise:
+            return 0
+        return self.family.layerwise_reservation(self.spec, self.method, self.tp, g.compute_capability)
 
     def _key(self, g: GPU, rank: int) -> tuple[object, ...]:
         # GPUs alike in size, use and rank role have the same ledger: 8 identical cards are sized twice, not 8 times

@@ -14,15 +14,16 @@ first prompt over the threshold, and what it keeps depends on the GPU (paths in 
   triton_kernels copy (`_keep_raw_for_full_gpu_fallback`, mxfp4_deepseek.py:378-400), and every layer's load
   converts again (kt_ep_wrapper.py:2313-2355: "every load() call must run the full pipeline"): the new copy is built
   while the previous layer's is still bound to the layer. No reservation (the manager path is not supported there).
-- SM 10.0 (TRT-LLM): converted in place; ledger.layerwise_layer's one layer, unchanged.
+- SM 10.0 (TRT-LLM): converted in place; planner/memory/ledger.layerwise_layer's one layer, unchanged.
+
+Moved from planner/memory/dsv4_layerwise.py (issue #50); the family answers it (DeepSeekV4.layerwise_kept,
+layerwise_reservation, keeps_loaded_experts).
 """
 
 from __future__ import annotations
 
+from ktwizard.families.base import LAYER_STEP, KeptItem
 from ktwizard.models.spec import ModelSpec
-from ktwizard.planner.memory.budget import BudgetItem
-from ktwizard.planner.memory.ledger import LAYER_STEP
-from ktwizard.runtime import rules
 
 MARLIN_CCS = ("8.9", "12.0")  # _MARLIN_MXFP4_CAPS, mxfp4_deepseek.py:83; kt_ep_wrapper.py:3414
 TRTLLM_CCS = ("10.0",)  # _TRTLLM_FP4_CAPS, mxfp4_deepseek.py:82
@@ -32,9 +33,16 @@ KEPT_PHASES = ("short prompt", "longest prompt", "decode")
 PREFILL_PHASES = ("short prompt", "longest prompt")
 
 
-def applies(spec: ModelSpec, method: str, layerwise: bool) -> bool:
-    """The runtime's own gate (_mxfp4_pipeline_requested, kt_ep_wrapper.py:3396-3400) on a V4 MXFP4 checkpoint."""
-    return layerwise and method.upper() == "MXFP4" and rules.is_dsv4(spec) and spec.expert_format.kind == "mxfp4"
+def applies(spec: ModelSpec, method: str) -> bool:
+    """The runtime's own gate (_mxfp4_pipeline_requested, kt_ep_wrapper.py:3396-3400) on a V4 MXFP4 checkpoint, with
+    layerwise prefill on."""
+    return method.upper() == "MXFP4" and spec.expert_format.kind == "mxfp4"
+
+
+def keeps_raw(capabilities: tuple[str, ...]) -> bool:
+    """Layerwise prefill keeps the loaded experts beside the converted copy, except on SM100 (TRT-LLM converts in
+    place, mxfp4_deepseek.py:82, :404-)."""
+    return any(cc != "10.0" for cc in capabilities)
 
 
 def path(compute_capability: str) -> str:
@@ -80,55 +88,51 @@ def reservation(spec: ModelSpec, tp: int, compute_capability: str) -> int:
     return 2 * (raw_slot_bytes(spec, tp) + prepared_slot_bytes(spec, tp))
 
 
-def items(spec: ModelSpec, tp: int, compute_capability: str) -> list[BudgetItem] | None:
+def items(spec: ModelSpec, tp: int, compute_capability: str) -> tuple[KeptItem, ...] | None:
     """The ledger items of the full-expert layer on this GPU; None where the generic one-layer item holds (SM100)."""
     kind = path(compute_capability)
     raw, layers = raw_slot_bytes(spec, tp), f"{spec.routed_experts} experts" + (f", ÷{tp} TP" if tp > 1 else "")
     if kind == "marlin":
-        return [
-            BudgetItem(
+        return (
+            KeptItem(
                 "layerwise raw slots (kept)",
                 2 * raw,
                 f"2 x {raw} B: the shared context layer ({layers}; int8 nibbles, fp32 scales) and an empty_like of "
                 "it, allocated on the first long prompt and kept",
-                "runtime",
                 live=KEPT_PHASES,
                 source="srt/layers/moe/kt_ep_wrapper.py:743-748, :3553-3580, :2809-2836; "
                 "srt/layers/quantization/mxfp4_deepseek.py:204-262",
             ),
-            BudgetItem(
+            KeptItem(
                 "layerwise Marlin images (kept)",
                 2 * prepared_slot_bytes(spec, tp),
                 f"2 x {prepared_slot_bytes(spec, tp)} B: one Marlin-prepared full layer per slot ({layers}; int32 "
                 "weights, e8m0 scales)",
-                "runtime",
                 live=KEPT_PHASES,
                 source="srt/layers/moe/kt_ep_wrapper.py:3571-3579; srt/layers/quantization/v4_marlin_moe.py:116-179",
             ),
-        ]
+        )
     if kind == "trtllm":
         return None
     conv = converted_bytes(spec, tp)
-    return [
-        BudgetItem(
+    return (
+        KeptItem(
             "layerwise layer (kept)",
             raw + conv,
             f"the shared context layer ({layers}) in its loaded form ({raw} B, fp32 scales) kept beside its "
             f"triton_kernels copy ({conv} B), allocated on the first long prompt and kept",
-            "runtime",
             live=KEPT_PHASES,
             source="srt/layers/moe/kt_ep_wrapper.py:743-748, :2313-2355, :556, :6288; "
             "srt/layers/quantization/mxfp4_deepseek.py:357-402",
         ),
-        BudgetItem(
+        KeptItem(
             "layerwise previous copy (converting)",
             conv,
             "each layer's load converts the context layer again while the previous layer's copy is still bound to it "
             "(freed when the new one replaces it, before the MoE step runs)",
-            "runtime",
             estimate=False,
             live=PREFILL_PHASES,
             source="srt/layers/moe/kt_ep_wrapper.py:2334-2355; srt/layers/quantization/mxfp4_deepseek.py:372-399",
             exclusive=LAYER_STEP,
         ),
-    ]
+    )
