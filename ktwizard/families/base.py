@@ -165,6 +165,29 @@ class Family:
         attention) returns its own, the larger of its layer kinds' when it mixes them."""
         return common
 
+    # --- weights on the GPU ---------------------------------------------------------------------------------------
+    def replicated_attention(self, spec: ModelSpec, tp: int) -> tuple[int, int] | None:
+        """(bytes every rank holds whole, bytes each rank holds beyond its share) of the attention tensors at this TP
+        where the family's layers split otherwise than the shared MLA / GQA rule (planner/memory/items.py
+        attention_replicated); None: the shared rule."""
+        return None
+
+    def upcasts_experts(self, spec: ModelSpec) -> bool:
+        """The family's MoE runner converts the GPU experts out of the checkpoint's format (gpu_expert_bytes)."""
+        return False
+
+    def gpu_expert_bytes(self, spec: ModelSpec) -> int:
+        """One routed expert as the GPU runs it: the checkpoint's format unless the family's MoE runner converts it."""
+        return spec.expert_bytes_native
+
+    def loaded_expert_bytes(self, spec: ModelSpec, keep_raw: bool) -> int:
+        """One routed expert as GPU memory holds it at its load-time peak; `keep_raw`: keeps_loaded_experts."""
+        return self.gpu_expert_bytes(spec)
+
+    def expert_format_note(self, spec: ModelSpec, keep_raw: bool) -> str:
+        """The GPU experts' format as the ledger's reason names it."""
+        return spec.expert_format.describe()
+
     # --- the GPU experts and the layerwise layer ----------------------------------------------------------------
     def keeps_loaded_experts(self, spec: ModelSpec, layerwise: bool, capabilities: tuple[str, ...]) -> bool:
         """The GPU experts stay in their loaded form beside the kernel's converted copy (planner/memory/sizing.py)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.families.base import COMMON_LIVE_SETS, EnvRow, Family, FlagRow, KeptItem, LiveSet, Pool
-from ktwizard.families.deepseek_v4 import layerwise, rules
+from ktwizard.families.deepseek_v4 import layerwise, rules, weights
 from ktwizard.families.dsa import DsaKv
 from ktwizard.models import deepseek_v4, dsv4_kv
 from ktwizard.models.arch import ConfigReader
@@ -114,6 +114,16 @@ class DeepSeekV4(Family):
         layers = a.full_attention_layers or spec.layers
         qk, v = a.head_dim, a.head_dim
         return sum(2.0 * n * attended(a, r, prefix + n / 2) * a.heads * (qk + v) for r in a.compress_ratios[:layers])
+
+    def replicated_attention(self, spec: ModelSpec, tp: int) -> tuple[int, int] | None:
+        return weights.attention_replicated(spec, tp)
+
+    def loaded_expert_bytes(self, spec: ModelSpec, keep_raw: bool) -> int:
+        own = weights.loaded_expert_bytes(spec, keep_raw)
+        return super().loaded_expert_bytes(spec, keep_raw) if own is None else own
+
+    def expert_format_note(self, spec: ModelSpec, keep_raw: bool) -> str:
+        return spec.expert_format.describe() + weights.expert_note(keep_raw)
 
     def keeps_loaded_experts(self, spec: ModelSpec, layerwise_on: bool, capabilities: tuple[str, ...]) -> bool:
         return layerwise_on and layerwise.keeps_raw(capabilities)

@@ -11,7 +11,7 @@ from math import ceil
 from ktwizard.families import readers
 from ktwizard.families.base import COMMON_LIVE_SETS, Batch, Family, FlagRow, LiveSet, Pool, StepParts
 from ktwizard.families.dsa import DsaKv
-from ktwizard.families.glm5_next import live_sets, rules
+from ktwizard.families.glm5_next import live_sets, rules, weights
 from ktwizard.families.schemes import dsa_flags
 from ktwizard.models import glm5_next as model
 from ktwizard.models.spec import ModelSpec
@@ -39,6 +39,9 @@ class Glm5Next(Family):
 
     def fixed_kv(self, spec: ModelSpec) -> bool:
         return True
+
+    def replicated_attention(self, spec: ModelSpec, tp: int) -> tuple[int, int] | None:
+        return (0, 0) if tp == 1 else (weights.replicated(spec), 0)
 
     def linear_layers(self, spec: ModelSpec) -> int:
         return spec.layers - spec.attention.full_attention_layers

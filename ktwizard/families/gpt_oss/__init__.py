@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ktwizard.families import readers
 from ktwizard.families.base import Family, Pool
 from ktwizard.families.schemes import swa_pool
+from ktwizard.models.formats import BF16, expert_bytes
 from ktwizard.models.spec import ModelSpec
 
 
@@ -23,6 +24,24 @@ class GptOss(Family):
 
     def graph_bs_per_request(self) -> int:
         return 2
+
+    def upcasts_experts(self, spec: ModelSpec) -> bool:
+        """gpt-oss under KT runs the triton MoE runner (planner/flags.py says why), which upcasts MXFP4 experts to
+        BF16."""
+        return spec.architecture in self.architectures and spec.expert_format.kind == "mxfp4"
+
+    def gpu_expert_bytes(self, spec: ModelSpec) -> int:
+        """BF16 where the runner upcasts it (srt/layers/quantization/mxfp4.py:704-725: upcast_from_mxfp to bf16; the
+        w13 and w2 biases held in fp32)."""
+        if self.upcasts_experts(spec):
+            biases = (2 * spec.moe_intermediate + spec.hidden) * 4
+            return expert_bytes(BF16, spec.hidden, spec.moe_intermediate) + biases
+        return spec.expert_bytes_native
+
+    def expert_format_note(self, spec: ModelSpec, keep_raw: bool) -> str:
+        if self.upcasts_experts(spec):
+            return "upcast to BF16 by the triton MoE runner"
+        return spec.expert_format.describe()
 
 
 FAMILY = GptOss(

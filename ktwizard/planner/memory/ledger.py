@@ -76,13 +76,7 @@ def gpu_experts(spec: ModelSpec, per_layer: int, tp: int, keep_raw: bool = False
     in place at the same size, compressed_tensors_wNa16_moe.py:234-337): they are weights before the pool is sized.
     --kt-num-gpu-experts is per MoE layer (the product with the MoE layer count is at kt_ep_wrapper.py:4608)."""
     one = M.gpu_held_expert_bytes(spec, keep_raw)
-    fmt = "upcast to BF16 by the triton MoE runner" if M.mxfp4_upcast(spec) else spec.expert_format.describe()
-    if rules.is_dsv4(spec):
-        fmt += (
-            ", loaded with fp32 scales"
-            + (" and kept beside the kernel's converted copy for layerwise prefill" if keep_raw else "")
-            + " (mxfp4_deepseek.py:204-262, :318-400)"
-        )
+    fmt = family_of(spec).expert_format_note(spec, keep_raw)
     return BudgetItem(
         "GPU experts",
         M.gpu_expert_bytes(spec, per_layer, tp, keep_raw),
