@@ -152,6 +152,11 @@ class Family:
     def state_slots_per_request(self, spec: ModelSpec) -> int:
         return SLOTS_PER_REQUEST
 
+    def linear_layer_state(self, spec: ModelSpec, tp: int) -> tuple[int, int] | None:
+        """(conv elements, SSM elements) of one linear-attention layer's state for one request on one TP rank where
+        the family's layers are not the shared gated-delta-net shape (planner/memory/linear_state.py); None: it is."""
+        return None
+
     def graph_bs_per_request(self) -> int:
         """FlashInfer wrapper workspaces per captured batch size (a sliding-window hybrid keeps two)."""
         return 1

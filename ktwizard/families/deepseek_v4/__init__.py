@@ -6,8 +6,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ktwizard.families.base import COMMON_LIVE_SETS, EnvRow, Family, FlagRow, KeptItem, LiveSet, Pool
-from ktwizard.families.deepseek_v4 import layerwise, rules, weights
+from ktwizard.families.base import (
+    COMMON_LIVE_SETS,
+    Batch,
+    EnvRow,
+    Family,
+    FlagRow,
+    KeptItem,
+    LiveSet,
+    Pool,
+    StepParts,
+)
+from ktwizard.families.deepseek_v4 import layerwise, live_sets, rules, weights
 from ktwizard.families.dsa import DsaKv
 from ktwizard.models import deepseek_v4, dsv4_kv
 from ktwizard.models.arch import ConfigReader
@@ -136,6 +146,10 @@ class DeepSeekV4(Family):
 
     def layerwise_reservation(self, spec: ModelSpec, method: str, tp: int, compute_capability: str) -> int:
         return layerwise.reservation(spec, tp, compute_capability) if layerwise.applies(spec, method) else 0
+
+    def attention_step(self, spec: ModelSpec, tp: int, batch: Batch, common: StepParts) -> StepParts:
+        """Its compressed MQA layer, not the GQA / MLA arithmetic (live_sets.py beside this file)."""
+        return live_sets.attention_step(spec, tp, batch)
 
     def live_sets(self) -> tuple[LiveSet, ...]:
         return (

@@ -50,6 +50,9 @@ class Glm5Next(Family):
         """The radix cache is forced off (server_args.py:1664-1667): one slot per request (:597-598)."""
         return 1
 
+    def linear_layer_state(self, spec: ModelSpec, tp: int) -> tuple[int, int] | None:
+        return weights.kda_layer_state(spec, tp)
+
     def attention_flags(
         self, spec: ModelSpec, kv_dtype: str, backend_hint: str, kv: DsaKv | None, min_major: int
     ) -> list[FlagRow]:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from ktwizard.families.registry import of as family_of
 from ktwizard.models.spec import ModelSpec
-from ktwizard.runtime import glm5_next
 
 SLOTS_PER_REQUEST = 3  # model_runner_kv_cache_mixin.py:47, applied at :597-603: max requests = slots // 3
 CONV_DTYPE_BYTES = 2  # mamba_utils.py:68: SGLANG_MAMBA_CONV_DTYPE, bfloat16 by default
@@ -33,28 +32,20 @@ class LinearLayerState:
         return self.conv_elements * CONV_DTYPE_BYTES + self.ssm_elements * SSM_DTYPE_BYTES
 
 
-def _kda_layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
-    """GLM-5-Next's KDA layers: KimiLinearStateShape.create (mamba_utils.py:197-232, called by configs/glm5_next.py
-    mamba2_cache_params): three conv states (q, k, v) of heads x head_dim / tp x (kernel - 1), and a temporal state
-    of heads / tp x head_dim x head_dim."""
-    a = spec.attention
-    conv = 3 * (a.linear_value_heads * a.linear_value_head_dim // tp) * (a.linear_conv_kernel - 1)
-    ssm = a.linear_value_heads // tp * a.linear_value_head_dim * a.linear_value_head_dim
-    return LinearLayerState(conv, ssm)
-
-
 def slots_per_request(spec: ModelSpec) -> int:
-    """The family's slots per request (GLM-5-Next runs with the radix cache forced off, server_args.py:1664-1667: one
-    slot per request, :597-598)."""
+    """The family's slots per request (Family.state_slots_per_request: a family running with the radix cache forced
+    off keeps one slot per request, :597-598)."""
     return family_of(spec).state_slots_per_request(spec)
 
 
 def layer_state(spec: ModelSpec, tp: int) -> LinearLayerState:
     """Mamba2StateShape.create as qwen3_next.py:284-303 calls it: intermediate = value heads x value dim, groups = key
-    heads (widened to a multiple of TP when they do not divide, mamba_utils.py:29-38), state size = key dim."""
+    heads (widened to a multiple of TP when they do not divide, mamba_utils.py:29-38), state size = key dim. A family
+    whose linear layers keep another state answers itself (Family.linear_layer_state)."""
     a = spec.attention
-    if glm5_next.applies(spec):
-        return _kda_layer_state(spec, tp)
+    own = family_of(spec).linear_layer_state(spec, tp)
+    if own is not None:
+        return LinearLayerState(*own)
     groups = a.linear_key_heads
     if groups % tp:
         groups += tp - groups  # extra_groups_for_head_shards
