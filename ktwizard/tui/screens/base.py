@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from ktwizard.planner.types import Plan
 
 
-class Step(Screen):
+class WizardStep(Screen):
+    """The base of every wizard screen (host, model, plan, launch): one step of the wizard."""
+
     STEP = ""
     BINDINGS = [
         Binding("escape", "app.back", "back"),

@@ -15,19 +15,19 @@ from textual.widgets import (
     Static,
 )
 
-from ktwizard.tui.screens.base import Step
+from ktwizard.tui.screens.base import WizardStep
 from ktwizard.tui.widgets import host_cards, warnings_text
 
 
-class HostScreen(Step):
+class HostScreen(WizardStep):
     STEP = "1 Host"
     BINDINGS = [
-        *Step.BINDINGS,
+        *WizardStep.BINDINGS,
         Binding("enter", "next", "next", show=False),  # the selector and the file box take their own Enter
         Binding("r", "reprobe", "re-probe"),
         Binding("w", "bandwidth", "memory bw"),
     ]
-    LETTERS = Step.LETTERS | {"reprobe", "bandwidth"}  # typed into the spec-file box, "r" and "w" are letters
+    LETTERS = WizardStep.LETTERS | {"reprobe", "bandwidth"}  # typed into the spec-file box, "r" and "w" are letters
 
     def compose(self) -> ComposeResult:
         from ktwizard.host.spec import bundled_hosts

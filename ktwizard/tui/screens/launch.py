@@ -25,16 +25,16 @@ from textual.widgets import (
 
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Plan
-from ktwizard.tui.screens.base import Step
+from ktwizard.tui.screens.base import WizardStep
 from ktwizard.tui.state import WizardHost
 
 
-class LaunchScreen(Step):
+class LaunchScreen(WizardStep):
     launched_plan: Plan | None = None
     STEP = "4 Launch"
     NEXT = False  # the last step: launching is its way on
     BINDINGS = [
-        *Step.BINDINGS,
+        *WizardStep.BINDINGS,
         Binding("ctrl+t", "formats", "formats", key_display="^t"),
         Binding("c", "copy", "copy"),
         Binding("s", "save", "save tab"),
@@ -43,7 +43,7 @@ class LaunchScreen(Step):
         Binding("b", "routing", "routing"),
         Binding("f", "frequency", "freq. relaunch"),
     ]
-    LETTERS = Step.LETTERS | {"copy", "save", "launch", "monitor", "routing", "frequency"}
+    LETTERS = WizardStep.LETTERS | {"copy", "save", "launch", "monitor", "routing", "frequency"}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         state = cast(WizardHost, self.app).state

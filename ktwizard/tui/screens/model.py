@@ -21,12 +21,12 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from ktwizard.errors import KtwizardError
-from ktwizard.tui.screens.base import Step
+from ktwizard.tui.screens.base import WizardStep
 
 
-class ModelScreen(Step):
+class ModelScreen(WizardStep):
     STEP = "2 Model"
-    BINDINGS = [*Step.BINDINGS, Binding("down", "to_list", show=False)]
+    BINDINGS = [*WizardStep.BINDINGS, Binding("down", "to_list", show=False)]
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False)

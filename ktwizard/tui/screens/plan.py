@@ -19,17 +19,17 @@ from textual.widgets import (
 
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.types import Goals
-from ktwizard.tui.screens.base import Step
+from ktwizard.tui.screens.base import WizardStep
 from ktwizard.tui.widgets import budget_text, flags_table, notes_text
 
 ADVICE_AFTER_S = 0.4  # a field at rest this long gets the plan's advice
 
 
-class PlanScreen(Step):
+class PlanScreen(WizardStep):
     STEP = "3 Plan"
     _advice: Timer | None = None
 
-    BINDINGS = [*Step.BINDINGS, Binding("ctrl+f", "apply_fit", "apply the best fix", key_display="^f")]
+    BINDINGS = [*WizardStep.BINDINGS, Binding("ctrl+f", "apply_fit", "apply the best fix", key_display="^f")]
 
     def action_apply_fit(self) -> None:
         """Take the best-ranked change that fits: its goals become the what-if fields."""
