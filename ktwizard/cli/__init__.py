@@ -14,6 +14,7 @@ from ktwizard.cli.guard import Parser, guard
 GROUPS = (
     "probe",
     "presets",
+    "catalog",
     "plan",
     "deploy",
     "download",
@@ -33,7 +34,14 @@ GROUPS = (
     "completion",
 )
 # The commands a group registers under another name than its own.
-OTHER_NAMES = {"launch": "deploy", "stop": "deploy", "logs": "deploy", "restart": "ps"}
+OTHER_NAMES = {
+    "launch": "deploy",
+    "stop": "deploy",
+    "logs": "deploy",
+    "restart": "ps",
+    "hosts": "catalog",
+    "profiles": "catalog",
+}
 
 
 def owner(command: str) -> str | None:
