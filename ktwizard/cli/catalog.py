@@ -13,6 +13,9 @@ def _json(rows) -> int:
     return 0
 
 
+WIDTH = 100  # both tables fit this many columns
+
+
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -59,17 +62,19 @@ def cmd_profiles(args: argparse.Namespace) -> int:
         print(f"no saved profiles (kept in {printable(str(profiles_folder()))}; the wizard's Ctrl+S saves one)",
               file=sys.stderr)  # fmt: skip
         return 0
-    w = max([7, *(len(printable(r.name, newlines=False)) for r in rows)])
+    w = min(24, max([7, *(len(printable(r.name, newlines=False)) for r in rows)]))
+    rest = max(12, WIDTH - w - 58)  # the GPUs take what the other columns leave of WIDTH
     print(f"{'PROFILE':<{w}}  {'MODEL':<28}  {'CONTEXT':>7}  {'CONC':>4}  {'PLAN':<9}  GPUS")
     for r in rows:
-        name = printable(r.name, newlines=False)
+        name = _clip(printable(r.name, newlines=False), w)
         if r.damaged:
-            print(f"{name:<{w}}  DAMAGED: {printable(r.damaged, newlines=False)[:80]}")
+            print(f"{name:<{w}}  DAMAGED: {_clip(printable(r.damaged, newlines=False), WIDTH - w - 11)}")
             continue
         plan = "none" if not r.planned else ("fits" if r.fits else "not fit")
         ctx = "auto" if r.context is None else f"{r.context // 1024}k" if r.context % 1024 == 0 else str(r.context)
         model = printable(r.model, newlines=False)
-        print(f"{name:<{w}}  {model[-28:]:<28}  {ctx:>7}  {r.concurrency:>4}  {plan:<9}  {printable(r.gpus)[:40]}")
+        model = model if len(model) <= 28 else "…" + model[-27:]  # a folder's end names it
+        print(f"{name:<{w}}  {model:<28}  {ctx:>7}  {r.concurrency:>4}  {plan:<9}  {_clip(printable(r.gpus), rest)}")
     print("open one with: ktwizard --profile NAME, or ktwizard launch --profile NAME", file=sys.stderr)
     return 0
 
