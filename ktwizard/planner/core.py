@@ -17,6 +17,7 @@ from ktwizard.planner.calibration import Calibration, factor_for, host_key, key_
 from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
 from ktwizard.planner.memory import host_budget
+from ktwizard.planner.memory.budget import host_blocks
 from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.threads import ThreadPlan, plan_threads
@@ -215,9 +216,9 @@ def plan(
     host_budgets = host_budget.host_budgets(
         host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise, gpu_experts
     )
-    for hb in host_budgets:
+    for label, hb in host_blocks(host_budgets):
+        where, _, only = label.partition(" (")  # "host RAM (NUMA node 0, the only node)": one figure for both
         if not hb.fits:
-            where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
             # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
             loading = hb.item("loader peak (one layer)")
             when = (
@@ -226,7 +227,7 @@ def plan(
             )
             overflows.append(
                 f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
-                f"needed of {human(hb.capacity)} usable"
+                f"needed of {human(hb.capacity)} usable" + (f" ({only}" if only else "")
             )
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
