@@ -81,7 +81,7 @@ def fleet_table(fleet: FleetPlan) -> str:
 
 
 def _ram(label: str) -> str:
-    """host_blocks' names, short: RAM, RAM node 1, RAM (NUMA node 0, the only node)."""
+    """host_blocks' names, short: RAM, RAM node 1, RAM = NUMA node 0."""
     if label.startswith("NUMA node"):
         return "RAM node" + label[len("NUMA node") :]
     return label.replace("host RAM", "RAM")

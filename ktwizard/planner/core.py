@@ -217,7 +217,7 @@ def plan(
         host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise, gpu_experts
     )
     for label, hb in host_blocks(host_budgets):
-        where, _, only = label.partition(" (")  # "host RAM (NUMA node 0, the only node)": one figure for both
+        where, _, node = label.partition(" = ")  # "host RAM = NUMA node 0": one node, one figure for both
         if not hb.fits:
             # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
             loading = hb.item("loader peak (one layer)")
@@ -227,7 +227,8 @@ def plan(
             )
             overflows.append(
                 f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
-                f"needed of {human(hb.capacity)} usable" + (f" ({only}" if only else "")
+                f"needed of {human(hb.capacity)} usable"
+                + (f" ({node}, the only node, is the same RAM)" if node else "")
             )
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)

@@ -26,9 +26,9 @@ def test_one_node_host_reports_one_ram_overflow():
     text = " ".join(out.stdout.split())
     over = [line for line in re.findall(r"! ([^!]*?is over by [0-9.]+ [KMGT]iB)", text) if "GPU" not in line]
     assert len(over) == 1 and over[0].startswith("host RAM"), over  # one RAM overflow, not host RAM and node 0
-    assert "the only node" in text
+    assert "(NUMA node 0, the only node, is the same RAM)" in text
     headings = [line for line in out.stdout.splitlines() if "OVER)" in line and "GPU" not in line]
-    assert len(headings) == 1 and headings[0].startswith("Host RAM (NUMA node 0, the only node)"), headings
+    assert len(headings) == 1 and headings[0].startswith("Host RAM = NUMA node 0:"), headings
     figure = OVER.search(headings[0]).group(1)  # type: ignore[union-attr]
     assert f"over by {figure}" in over[0]  # the heading and the overflow: the same figure
     data = json.loads(run_cli(*args, "--format", "json").stdout)
@@ -42,7 +42,7 @@ def test_the_wizard_budget_pane_shows_one_ram_block_on_one_node():
     p = get_preset("qwen3-235b-a22b")
     r = plan(load_host("h200-1gpu-xeon-amx"), p.spec(), Goals(), p.sglang)
     text = str(budget_text(r))
-    assert text.count("host RAM") == 1 and "NUMA node 0, the only node" in text
+    assert text.count("host RAM") == 1 and "host RAM = NUMA node 0:" in text
     assert sum(o.startswith(("host RAM", "NUMA node")) for o in r.overflows) == 1
 
 
