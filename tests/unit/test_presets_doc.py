@@ -42,3 +42,8 @@ def test_the_section_names_no_family_the_registry_lacks():
     text = (REPO / "docs" / "commands.md").read_text()
     section = text[text.index("## `ktwizard presets`") : text.index(START)]
     assert not re.search(r"\((Kimi|DeepSeek|Qwen|GLM|MiniMax)", section), section
+
+
+def test_the_readme_counts_the_presets_the_registry_has():
+    m = re.search(r"(\d+) presets\)", (REPO / "README.md").read_text())
+    assert m and int(m.group(1)) == len(all_presets()), (m and m.group(0), len(all_presets()))
