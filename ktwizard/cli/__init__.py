@@ -15,6 +15,7 @@ from ktwizard.runtime.version import SGLANG_KT
 GROUPS = (
     "probe",
     "presets",
+    "catalog",
     "plan",
     "deploy",
     "download",
@@ -34,7 +35,14 @@ GROUPS = (
     "completion",
 )
 # The commands a group registers under another name than its own.
-OTHER_NAMES = {"launch": "deploy", "stop": "deploy", "logs": "deploy", "restart": "ps"}
+OTHER_NAMES = {
+    "launch": "deploy",
+    "stop": "deploy",
+    "logs": "deploy",
+    "restart": "ps",
+    "hosts": "catalog",
+    "profiles": "catalog",
+}
 
 
 def owner(command: str) -> str | None:

@@ -9,7 +9,6 @@ from typing import Any
 
 def cmd_presets(args: argparse.Namespace) -> int:
     from ktwizard.models.presets import all_presets
-    from ktwizard.units import human
 
     host = None
     if args.host:
@@ -58,20 +57,42 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return 0
-    w = max([24, *(len(r["id"]) for r in rows)])
-    wf = max([34, *(len(r["checkpoint_format"]) for r in rows)])
-    head = f"{'params':>8} {'active':>7} {'experts':>9} {'format':{wf}} {'routed':>11} {'other':>10}  methods"
-    print(f"{'id':{w}} {head}")
-    for r in rows:
-        print(
-            f"{r['id']:{w}} {r['total_params'] / 1e9:7.1f}B {r['active_params'] / 1e9:6.1f}B "
-            f"{r['routed_experts']:>4}x{r['moe_layers']:<4} "
-            f"{r['checkpoint_format']:{wf}} {human(r['routed_bytes']):>11} {human(r['non_expert_bytes']):>10}  "
-            f"{','.join(r['kt_methods'])}" + (f"  {r['badge']}" if r.get("badge") else "")
-        )
-        if r["checkpoints"]:
-            print("    --preset also takes: " + ", ".join(_checkpoint_text(c, r) for c in r["checkpoints"]))
+    for line in table(rows, host_named=args.host if host is not None else None):
+        print(line)
     return 0
+
+
+WIDTH = 100  # the table never goes past this many columns, whatever the terminal
+
+
+def table(rows: list[dict[str, Any]], host_named: str | None = None) -> list[str]:
+    """One line of facts per preset (id, size, experts x MoE layers, then the badge on a host, or the bytes and
+    methods), and its details under it, wrapped to WIDTH: format, methods and bytes, the other names --preset takes."""
+    import textwrap
+
+    from ktwizard.units import human
+
+    w = max([24, *(len(r["id"]) for r in rows)])
+    head = f"{'id':{w}} {'params':>7} {'active':>6} {'experts':>7}"
+    lines = [head + (f"  on {host_named}" if host_named else f" {'routed':>10} {'other':>9}  methods")]
+    for r in rows:
+        facts = (
+            f"{r['id']:{w}} {r['total_params'] / 1e9:6.1f}B {r['active_params'] / 1e9:5.1f}B "
+            f"{str(r['routed_experts']) + 'x' + str(r['moe_layers']):>7}"
+        )
+        methods = ",".join(r["kt_methods"])
+        if host_named:
+            lines.append(f"{facts}  {r['badge']}")
+            bytes_ = f"routed {human(r['routed_bytes'])}, other {human(r['non_expert_bytes'])}"
+            details = [f"methods {methods}", r["checkpoint_format"], bytes_]
+        else:
+            lines.append(f"{facts} {human(r['routed_bytes']):>10} {human(r['non_expert_bytes']):>9}  {methods}")
+            details = [r["checkpoint_format"]]
+        wrap = textwrap.TextWrapper(width=WIDTH, initial_indent="    ", subsequent_indent="      ")
+        lines += wrap.wrap(" · ".join(details))
+        if r["checkpoints"]:
+            lines += wrap.wrap("--preset also takes: " + ", ".join(_checkpoint_text(c, r) for c in r["checkpoints"]))
+    return lines
 
 
 def _checkpoint_text(c: dict[str, Any], row: dict[str, Any]) -> str:

@@ -18,9 +18,11 @@ class Running:
     model: str
     url: str
     uptime_s: float | None
-    memory: int | None  # the container's memory use (page cache excluded)
+    # the container's memory use (page cache excluded); a native server's process tree's resident memory (VmRSS)
+    memory: int | None
     fleet: str = ""
     verified: str = ""  # "verified 2 min ago", "failed tool_call", "" (never verified)
+    gpu_memory: int | None = None  # a native server's processes' GPU memory (NVML); None where NVML has no answer
 
 
 def _uptime(started: str | None) -> float | None:
@@ -73,10 +75,12 @@ def containers(client: Any) -> list[Running]:
 
 
 def natives() -> list[Running]:
-
+    from ktwizard.deploy.procmem import gpu_use, tree_gpu, tree_rss
     from ktwizard.deploy.records import STORE, load, names
 
     out = []
+    use: dict[int, int] | None = None
+    asked = False
     for name in names():  # the records only: what a launch keeps beside them lives in subfolders
         path = STORE.path(name)
         try:
@@ -93,6 +97,8 @@ def natives() -> list[Running]:
             continue
         alive = running_as_recorded(rec.pid, rec.pid_start, (DEPLOYMENT_ENV, rec.name))
         started = path.stat().st_mtime if alive else None
+        if alive and not asked:  # NVML once for every server listed
+            use, asked = gpu_use(), True
         out.append(
             Running(
                 rec.name,
@@ -101,8 +107,9 @@ def natives() -> list[Running]:
                 rec.model,
                 rec.url,
                 time.time() - started if started else None,
-                None,
+                tree_rss(rec.pid) if alive else None,
                 verified=verified_text(rec.name),
+                gpu_memory=tree_gpu(rec.pid, use) if alive else None,
             )
         )
     return out
@@ -144,14 +151,15 @@ def table(rows: list[Running]) -> str:
 
     if not rows:
         return "no deployments (ktwizard launch starts one)\n"
-    head = f"{'NAME':<22} {'STATE':<12} {'MODEL':<18} {'PORT':<6} {'UP':>7} {'MEMORY':>10}  VERIFIED"
+    head = f"{'NAME':<22} {'STATE':<12} {'MODEL':<18} {'PORT':<6} {'UP':>7} {'MEMORY':>10} {'GPU MEM':>10}  VERIFIED"
     lines = [head]
     for r in rows:
         port = r.url.rsplit(":", 1)[-1] if r.url else "-"
         lines.append(
             f"{printable(r.name, False)[:22]:<22} {printable(r.state, False)[:12]:<12} "
             f"{printable(r.model, False)[:18]:<18} {port[:6]:<6} "
-            f"{uptime_text(r.uptime_s):>7} {human(r.memory) if r.memory is not None else '-':>10}  "
+            f"{uptime_text(r.uptime_s):>7} {human(r.memory) if r.memory is not None else '-':>10} "
+            f"{human(r.gpu_memory) if r.gpu_memory is not None else '-':>10}  "
             f"{printable(r.verified, False)[:40] or '-'}"
         )
     return "\n".join(lines) + "\n"

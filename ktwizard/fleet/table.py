@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from ktwizard.fleet.plan import FleetPlan
+from ktwizard.planner.memory.budget import host_blocks
 from ktwizard.render.quote import comment
 from ktwizard.units import human
 
@@ -43,8 +44,7 @@ def fleet_table(fleet: FleetPlan) -> str:
             extra.append(
                 f"{'':8}GPU {worst.gpu}: {human(worst.used)} of {human(worst.total)} at {worst.binding}; "
                 + "; ".join(
-                    f"RAM{'' if h.node < 0 else ' node ' + str(h.node)} {human(h.used)} of {human(h.capacity)}"
-                    for h in p.host_budgets
+                    f"{_ram(label)} {human(h.used)} of {human(h.capacity)}" for label, h in host_blocks(p.host_budgets)
                 )
             )
         for o in p.overflows:
@@ -78,3 +78,10 @@ def fleet_table(fleet: FleetPlan) -> str:
         out.append("")
         out.append("does not fit: " + comment("; ".join(fleet.overflows), 600))
     return "\n".join(out) + "\n"
+
+
+def _ram(label: str) -> str:
+    """host_blocks' names, short: RAM, RAM node 1, RAM = NUMA node 0."""
+    if label.startswith("NUMA node"):
+        return "RAM node" + label[len("NUMA node") :]
+    return label.replace("host RAM", "RAM")

@@ -18,7 +18,7 @@ from ktwizard.planner.convert import conversion
 from ktwizard.planner.flags import build_env, build_flags
 from ktwizard.planner.goal_checks import gpus_for, validate
 from ktwizard.planner.memory import host_budget
-from ktwizard.planner.memory.budget import HostBudget
+from ktwizard.planner.memory.budget import HostBudget, host_blocks
 from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.threads import ThreadPlan, plan_threads
@@ -189,9 +189,9 @@ def _overflows(
 
 def _host_overflows(host_budgets: tuple[HostBudget, ...]) -> list[str]:
     out = []
-    for hb in host_budgets:
+    for label, hb in host_blocks(host_budgets):
+        where, _, node = label.partition(" = ")  # "host RAM = NUMA node 0": one node, one figure for both
         if not hb.fits:
-            where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
             # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
             loading = hb.item("loader peak (one layer)")
             when = (
@@ -201,6 +201,7 @@ def _host_overflows(host_budgets: tuple[HostBudget, ...]) -> list[str]:
             out.append(
                 f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
                 f"needed of {human(hb.capacity)} usable"
+                + (f" ({node}, the only node, is the same RAM)" if node else "")
             )
     return out
 

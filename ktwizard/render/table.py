@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 
 from ktwizard.planner.forecast.model import Forecast
+from ktwizard.planner.memory.budget import host_blocks
 from ktwizard.planner.types import BudgetItem, GpuBudget, Plan
 from ktwizard.render.args import args_text
 from ktwizard.units import human
@@ -109,8 +110,8 @@ def table_text(plan: Plan, explain: bool = False) -> str:
     out.append("(~ marks an estimate; the rest comes from the checkpoint and the runtime)")
     for indices, b in gpu_groups(plan.gpu_budgets):
         out += _gpu(indices, b)
-    for h in plan.host_budgets:
-        where = "Host RAM" if h.node < 0 else f"NUMA node {h.node}"
+    for label, h in host_blocks(plan.host_budgets):
+        where = label[0].upper() + label[1:]
         out.append(
             f"\n{where}: {human(h.used)} of {human(h.capacity)} ({human(h.free)} {'free' if h.free >= 0 else 'OVER'})"
         )

@@ -107,8 +107,9 @@ def budget_text(plan: Plan, width: int = 60) -> Text:
         t += Text(f", margin {human(b.margin)}\n")
         t += stacked(at, b.total, width) + Text("\n")
         t += _itemised(b.items)
-    for h in plan.host_budgets:
-        label = "host RAM" if h.node < 0 else f"NUMA node {h.node}"
+    from ktwizard.planner.memory.budget import host_blocks
+
+    for label, h in host_blocks(plan.host_budgets):
         t += Text(f"{label}: {human(h.used)} of {human(h.capacity)}\n", style="" if h.fits else "bold red")
         t += stacked(h.items, h.capacity, width) + Text("\n")
         t += _itemised(h.items)

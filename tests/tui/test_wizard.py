@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from conftest import HOSTS, run_cli
@@ -730,6 +731,27 @@ def test_the_first_plan_says_what_to_do_next_in_the_wizards_own_fields():
     assert "plan with --" not in notes, notes
     assert 'set "prefill chunk" above to 32768' in notes, notes
     assert "^n" in verdict and "Launch step" in verdict, verdict
+
+
+def test_the_first_plans_chunk_advice_names_the_chunk_it_chose():
+    """The first plan advertised a faster prefill chunk without the one it chose: the advice now starts from the
+    plan's own chunk (the size its flag renders, and why) and gives the other as a change, with its cost."""
+
+    async def go():
+        app = app_for()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await to_plan(pilot)
+            await until(pilot, lambda: "Prefill chunks" in rendered(app, "notes"), "the plan's advice")
+            return rendered(app, "notes"), app.state.plan
+
+    notes, plan = asyncio.run(go())
+    notes = " ".join(notes.split())
+    chosen = plan.flag("--chunked-prefill-size")
+    m = re.search(r"Prefill chunks: this plan keeps (\d+) tokens \(([^)]+)\); (\d+) fit (.+?) \(\+(\d+) %\)", notes)
+    assert m, notes
+    assert int(m.group(1)) == chosen and int(m.group(3)) > chosen and m.group(2), notes
+    assert "GPU experts" in m.group(4)  # what the larger chunk costs
+    assert f'set "prefill chunk" above to {m.group(3)}' in notes, notes
 
 
 def test_enter_on_the_first_screen_advances_and_focus_shows_by_shape():

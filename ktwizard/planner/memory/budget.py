@@ -119,3 +119,18 @@ class HostBudget(_Itemised):
     node: int  # NUMA node id; -1 for the whole-host items
     capacity: int
     items: tuple[BudgetItem, ...]
+
+
+def host_blocks(budgets: tuple[HostBudget, ...]) -> tuple[tuple[str, HostBudget], ...]:
+    """The host budgets as a person is shown them, each with its name: a one-node host's node budget is the host's
+    own (host_budget.py gives it the same items and capacity), so it is shown once, as "host RAM = NUMA node 0", and
+    its overflow is one figure, not two."""
+    whole = next((b for b in budgets if b.node < 0), None)
+    same = [
+        b
+        for b in budgets
+        if b.node >= 0 and whole is not None and (b.items, b.capacity) == (whole.items, whole.capacity)
+    ]
+    if whole is not None and len(same) == 1 and len(budgets) == 2:
+        return ((f"host RAM = NUMA node {same[0].node}", whole),)
+    return tuple(("host RAM" if b.node < 0 else f"NUMA node {b.node}", b) for b in budgets)

@@ -120,6 +120,10 @@ def host_budgets(
         ),
         BudgetItem("OS reserve", os_reserve, "kernel, page tables and other services: max(4 GiB, 4 %)", "before", True),
     ]
+    if len(host.numa_nodes) == 1 and len(budgets) == 1:
+        # one node: the node is the host, and everything the host holds is on it (one figure, not two)
+        cap = min(usable, budgets[0].capacity)
+        return HostBudget(node=-1, capacity=cap, items=tuple(whole)), HostBudget(budgets[0].node, cap, tuple(whole))
     return (HostBudget(node=-1, capacity=usable, items=tuple(whole)), *budgets)
 
 
