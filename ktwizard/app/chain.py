@@ -64,15 +64,16 @@ def target_folder(fetch: Fetch, goals: Goals) -> Path:
 
 
 def needs_download(fetch: Fetch | None, goals: Goals) -> bool:
-    """Whether the download step has work: the folder is absent, or not marked complete (a cheap look, no Hub)."""
+    """Whether the wizard's launch should download first: the folder is absent, holds no weights yet, or a download
+    into it did not finish (a cheap look, no Hub). A folder the user filled otherwise is taken as it is."""
     if fetch is None:
         return False
-    from ktwizard.models.completeness import COMPLETE, incomplete_reason
+    from ktwizard.models.completeness import incomplete_reason
 
     folder = target_folder(fetch, goals)
-    if not folder.is_dir():
+    if not folder.is_dir() or not any(folder.glob("*.safetensors")):
         return True
-    return not (folder / COMPLETE).exists() or incomplete_reason(folder) is not None
+    return incomplete_reason(folder) is not None
 
 
 def needs_convert(plan: Plan) -> bool:
@@ -86,7 +87,7 @@ def needs_convert(plan: Plan) -> bool:
 
 def steps_for(plan: Plan, fetch: Fetch | None, verify: bool = True) -> tuple[str, ...]:
     """The steps that will do work, for a front end to say before it starts (the wizard's confirmation)."""
-    out = ["download"] if needs_download(fetch, plan.goals) else []
+    out = ["download"] if fetch is not None else []
     if needs_convert(plan) or (out and plan.method in ("AMXINT4", "AMXINT8")):
         out.append("convert")
     return (*out, "launch", *(("verify",) if verify else ()))
@@ -130,7 +131,7 @@ def _lines(step: str, emit: Callable[[Event], None]) -> TextIO:
 
 @contextlib.contextmanager
 def chain(
-    goals: Goals,
+    plan: Plan,
     replan: Callable[[Goals], Plan],
     options: Callable[[Plan], LaunchOptions],
     *,
@@ -142,31 +143,28 @@ def chain(
     peak_tokens: int | None = None,
     verify_timeout: float | None = None,
 ) -> Iterator[Launched]:
-    """Every step in order; the body runs while the launched server is held (as app.launch.launch). `replan` is
-    the front end's planner bound to its host and model (app.planning.make_plan); `options` makes the launch
-    options for the plan as finally made (its weights the downloaded folder)."""
+    """Every step in order; the body runs while the launched server is held (as app.launch.launch). `plan` is what
+    the front end would launch; `replan` its planner bound to its host and model (app.planning.make_plan), asked
+    again only once the download has put the checkpoint in place; `options` makes the launch options for the plan
+    as finally made (its weights the downloaded folder)."""
     from ktwizard.app.launch import launch
     from ktwizard.app.planning import launchable
 
     emit = on_event
-    plan = launchable(replan(goals))  # exit 3 before the first byte
-    if fetch is not None and needs_download(fetch, plan.goals):
+    plan = launchable(plan)  # exit 3 before the first byte
+    if fetch is not None:  # asked for: a folder already complete is said so in a moment (the Hub's listing)
         folder = target_folder(fetch, plan.goals)
         with _Step("download", emit, f"into {folder}"):
             got = _download(fetch, folder, emit)
         emit(Event("download", "done", f"{got.folder}: complete and verified", got.total, got.total))
-        plan = launchable(replan(replace(plan.goals, weights=str(got.folder))))
-    elif fetch is not None:
-        folder = target_folder(fetch, plan.goals)
-        emit(Event("download", "skipped", f"{folder}: already complete"))
-        plan = launchable(replan(replace(plan.goals, weights=str(folder))))
+        if plan.goals.weights != str(got.folder):
+            plan = launchable(replan(replace(plan.goals, weights=str(got.folder))))
     else:
         emit(Event("download", "skipped", "not asked (--download fetches the checkpoint)"))
     if needs_convert(plan):
         with _Step("convert", emit, f"{plan.method} CPU weights into {plan.flag('--kt-weight-path')}"):
             done = _convert(plan, host, emit)
         emit(Event("convert", "done", f"{done.output}: {done.layers} layers", done.layers, done.layers))
-        plan = launchable(replan(plan.goals))  # the converted folder, now there
     else:
         why = "already converted" if plan.method in ("AMXINT4", "AMXINT8") else f"{plan.method} reads the checkpoint"
         emit(Event("convert", "skipped", why))

@@ -87,9 +87,10 @@ def _launch_chain(args: argparse.Namespace) -> int:
         return opts
 
     view = ChainView(sys.stderr)
+    here = None if args.host or args.profile else host  # the converter runs on this machine: a recorded host is not it
     with chain(
-        first.goals, lambda g: make_plan(host, model, g, routing_counts(g, model.spec)), options, fetch=fetch,
-        on_event=view.show, host=host, out=sys.stderr, peak_check=not args.no_peak_check,
+        first, lambda g: make_plan(host, model, g, routing_counts(g, model.spec)), options, fetch=fetch,
+        on_event=view.show, host=here, out=sys.stderr, peak_check=not args.no_peak_check,
         peak_tokens=args.peak_check_tokens, verify_timeout=None if args.no_verify else args.check_timeout,
     ) as done:  # fmt: skip
         return _served(done, args.detach)
