@@ -13,15 +13,18 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 from ktwizard.errors import BadInput, KtwizardError
 
 if TYPE_CHECKING:
+    from ktwizard.app.convert import ConvertResult
+    from ktwizard.app.download import Downloaded
     from ktwizard.app.launch import Launched
     from ktwizard.deploy.launch import LaunchOptions
     from ktwizard.host.profile import HostProfile
     from ktwizard.planner.types import Goals, Plan
+    from ktwizard.verify.verdict import Verdict
 
 STEPS = ("download", "convert", "launch", "verify")
 STATES = ("start", "progress", "done", "skipped", "failed")
@@ -93,7 +96,7 @@ def steps_for(plan: Plan, fetch: Fetch | None, verify: bool = True) -> tuple[str
     return (*out, "launch", *(("verify",) if verify else ()))
 
 
-class _Step(contextlib.AbstractContextManager):
+class _Step(contextlib.AbstractContextManager[None]):
     """One step's start, done or failed event; a failure re-raised as one line naming the step, its exit code
     kept."""
 
@@ -101,18 +104,17 @@ class _Step(contextlib.AbstractContextManager):
         self.step, self.emit = step, emit
         emit(Event(step, "start", text))
 
-    def __exit__(self, kind, exc, tb) -> bool:  # type: ignore[no-untyped-def]
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         if exc is None:
-            return False
+            return
         if isinstance(exc, KtwizardError):
             self.emit(Event(self.step, "failed", exc.message))
             if exc.message.startswith(f"{self.step}: ") or self.step == "verify":
-                return False
+                return
             said = f"{self.step}: {exc.message}"
             raise (BadInput(said) if isinstance(exc, BadInput) else KtwizardError(said, exc.exit_code)) from None
         if isinstance(exc, KeyboardInterrupt):
             self.emit(Event(self.step, "failed", "interrupted"))
-        return False
 
 
 def _lines(step: str, emit: Callable[[Event], None]) -> TextIO:
@@ -126,7 +128,7 @@ def _lines(step: str, emit: Callable[[Event], None]) -> TextIO:
                     emit(Event(step, "progress", line))
             return len(s)
 
-    return Lines()
+    return cast(TextIO, Lines())
 
 
 @contextlib.contextmanager
@@ -172,7 +174,7 @@ def chain(
     checks: list[int] = []
     total = _checks()
 
-    def on_verdict(name: str, verdict) -> None:  # type: ignore[no-untyped-def]
+    def on_verdict(name: str, verdict: Verdict | None) -> None:
         from ktwizard.app.verify import line
 
         if verdict is None:
@@ -215,7 +217,7 @@ def _checks() -> int:
     return len(CHECKS)
 
 
-def _download(fetch: Fetch, folder: Path, emit: Callable[[Event], None]):  # type: ignore[no-untyped-def]
+def _download(fetch: Fetch, folder: Path, emit: Callable[[Event], None]) -> Downloaded:
     from ktwizard.app.download import download
 
     last = [-1]
@@ -236,7 +238,7 @@ def _download(fetch: Fetch, folder: Path, emit: Callable[[Event], None]):  # typ
     )
 
 
-def _convert(plan: Plan, host: HostProfile | None, emit: Callable[[Event], None]):  # type: ignore[no-untyped-def]
+def _convert(plan: Plan, host: HostProfile | None, emit: Callable[[Event], None]) -> ConvertResult:
     from ktwizard.app.convert import convert
 
     kt = plan.flag("--kt-weight-path")

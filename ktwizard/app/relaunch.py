@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ktwizard.errors import KtwizardError
 from ktwizard.verify.verdict import Change, Report
@@ -30,7 +30,8 @@ def apply(goals: Goals, change: Change) -> Goals:
 
     if change.option not in G.__dataclass_fields__:
         raise KtwizardError(f"relaunch: {change.option!r} is not a plan option")
-    return replace(goals, **{change.option: change.value})
+    delta: dict[str, Any] = {change.option: change.value}
+    return replace(goals, **delta)
 
 
 def offers(report: Report | None, plan: Plan, replan: Callable[[Goals], Plan]) -> tuple[Offer, ...]:

@@ -81,7 +81,7 @@ def _launch_chain(args: argparse.Namespace) -> int:
     fetch = fetch_for(args.preset, args.model)
     host, model, first = planned(args, all_gpus=args.gpus == "none")
 
-    def options(plan):  # type: ignore[no-untyped-def]
+    def options(plan):
         opts = _options(args, plan)
         _warn_bind(plan, opts)
         return opts
@@ -96,7 +96,7 @@ def _launch_chain(args: argparse.Namespace) -> int:
         return _served(done, args.detach)
 
 
-def _warn_bind(plan, opts) -> None:  # type: ignore[no-untyped-def]
+def _warn_bind(plan, opts) -> None:
     from ktwizard.inputs import is_loopback
 
     if not is_loopback(opts.bind):
@@ -112,7 +112,7 @@ def _warn_bind(plan, opts) -> None:  # type: ignore[no-untyped-def]
         )
 
 
-def _served(done, detach: bool) -> int:  # type: ignore[no-untyped-def]
+def _served(done, detach: bool) -> int:
     """What a launch says once its server is ready (and verified), then its life attached unless detached."""
     from ktwizard.deploy.launch import stay_attached
     from ktwizard.render.clients import clients_text

@@ -13,7 +13,7 @@ class ChainView:
         self.open = False  # a redrawn line is on screen
         self.tenth: dict[str, int] = {}
 
-    def show(self, event) -> None:  # type: ignore[no-untyped-def]
+    def show(self, event) -> None:
         from ktwizard.app.chain import status
 
         counted = event.state == "progress" and event.total and not event.text

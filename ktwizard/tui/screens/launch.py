@@ -297,12 +297,12 @@ class LaunchScreen(Step):
         ask = question(self.plan, name, fetch, self.state.model().spec)
         self.app.push_screen(Confirm(ask, yes="Launch"), lambda yes: self._confirmed(yes, fetch))
 
-    def _confirmed(self, yes: bool | None, fetch=None) -> None:  # type: ignore[no-untyped-def]
+    def _confirmed(self, yes: bool | None, fetch=None) -> None:
         if yes:
             self.launch_worker(self.shown(), fetch=fetch)  # exactly what the tabs show
 
     @work(thread=True, exclusive=True)
-    def launch_worker(self, plan: Plan, before: float | None = None, fetch=None) -> None:  # type: ignore[no-untyped-def]
+    def launch_worker(self, plan: Plan, before: float | None = None, fetch=None) -> None:
         from ktwizard.app.chain import chain
         from ktwizard.app.launch import docker_gpu_problem, runs_natively
         from ktwizard.app.planning import make_plan
@@ -330,7 +330,7 @@ class LaunchScreen(Step):
         image = self.query_one("#image", Input).value.strip() or None
         env = [kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()]
 
-        def options(made: Plan):  # type: ignore[no-untyped-def]
+        def options(made: Plan):
             return launch_options(
                 made,
                 name=name,
