@@ -34,13 +34,32 @@ def apply(goals: Goals, change: Change) -> Goals:
     return replace(goals, **delta)
 
 
-def offers(report: Report | None, plan: Plan, replan: Callable[[Goals], Plan]) -> tuple[Offer, ...]:
+def served(plan: Plan, option: str) -> object:
+    """What the plan runs for an option a change names, in the change's own terms: a relaunch remembers it as tried
+    so that the next failure does not offer it back."""
+    if option == "tool_call_parser":
+        return plan.flag("--tool-call-parser")
+    if option == "reasoning_parser":
+        return plan.flag("--reasoning-parser")
+    if option == "method":
+        return plan.method
+    if option == "gpus":
+        return tuple(plan.gpus)
+    if option == "layerwise_prefill":
+        return plan.flag("--kt-gpu-prefill-token-threshold") is not None
+    return getattr(plan.goals, option, None)
+
+
+def offers(
+    report: Report | None, plan: Plan, replan: Callable[[Goals], Plan], tried: frozenset = frozenset()
+) -> tuple[Offer, ...]:
     """The failed checks' changes, in their order, each once, re-planned from the launched plan's goals: those
-    that plan (the CPU runs the method, the checkpoint allows it) and fit, at most MOST."""
+    that plan (the CPU runs the method, the checkpoint allows it) and fit, at most MOST; none already `tried`
+    ((option, value) pairs: what earlier launches of this deployment ran)."""
     if report is None:
         return ()
     out: list[Offer] = []
-    seen: set[tuple[str, object]] = set()
+    seen: set[tuple[str, object]] = set(tried)
     for verdict in report.failed:
         for change in verdict.changes:
             key = (change.option, change.value)

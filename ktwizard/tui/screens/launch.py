@@ -32,6 +32,7 @@ from ktwizard.tui.state import WizardHost
 class LaunchScreen(Step):
     launched_plan: Plan | None = None
     offers: tuple = ()  # app/relaunch.Offer: what the failed checks suggest relaunching with, re-planned
+    tried: frozenset = frozenset()  # (option, value) pairs the relaunches ran: never offered back
     STEP = "4 Launch"
     NEXT = False  # the last step: launching is its way on
     BINDINGS = [
@@ -117,7 +118,11 @@ class LaunchScreen(Step):
         d = self.state.launched
         if index is None or d is None or not 0 <= index < len(self.offers):
             return
+        from ktwizard.app.relaunch import served
+
         offer, self.offers = self.offers[index], ()
+        change, before = offer.change, self.launched_plan or self.plan
+        self.tried |= {(change.option, change.value), (change.option, served(before, change.option))}
         self.state.plan = offer.plan  # the Plan step shows what runs now
         self.refresh_bindings()
         self.query_one("#launch-log", RichLog).write(f"relaunching {d.name} with {offer.change.label}")
@@ -358,7 +363,7 @@ class LaunchScreen(Step):
                 host=here_host, out=out, verify_timeout=DEFAULT_TIMEOUT_S,
             ) as done:  # fmt: skip
                 deployment = done.deployment
-            found = offers(done.verified, done.plan, lambda g: make_plan(host, model, g))
+            found = offers(done.verified, done.plan, lambda g: make_plan(host, model, g), self.tried)
             if done.verified is not None:
                 out.write(verified_text(done.verified, found) + "\n")
             from ktwizard.render.clients import clients_text
