@@ -69,7 +69,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 def _launch_chain(args: argparse.Namespace) -> int:
     """launch --download: download → convert → launch → verify (app/chain.py), one progress view on stderr."""
-    from ktwizard.app.chain import chain, fetch_for
+    from ktwizard.app.chain import Event, chain, fetch_for
     from ktwizard.app.planning import make_plan
     from ktwizard.cli.options import planned
     from ktwizard.cli.progress import ChainView
@@ -86,11 +86,25 @@ def _launch_chain(args: argparse.Namespace) -> int:
         _warn_bind(plan, opts)
         return opts
 
-    view = ChainView(sys.stderr)
+    import signal
+
+    from ktwizard.cli.download import _leave_on_ctrl_c
+
+    view, held = ChainView(sys.stderr), []
+
+    def on_event(
+        event: Event,
+    ) -> None:  # Ctrl-C while downloading ends at once, the folder pending: the same command resumes it
+        if event.step == "download" and event.state == "start":
+            held.append(signal.signal(signal.SIGINT, _leave_on_ctrl_c))
+        elif event.step == "download" and event.state in ("done", "failed") and held:
+            signal.signal(signal.SIGINT, held.pop())
+        view.show(event)
+
     here = None if args.host or args.profile else host  # the converter runs on this machine: a recorded host is not it
     with chain(
         first, lambda g: make_plan(host, model, g, routing_counts(g, model.spec)), options, fetch=fetch,
-        on_event=view.show, host=here, out=sys.stderr, peak_check=not args.no_peak_check,
+        on_event=on_event, host=here, out=sys.stderr, peak_check=not args.no_peak_check,
         peak_tokens=args.peak_check_tokens, verify_timeout=None if args.no_verify else args.check_timeout,
     ) as done:  # fmt: skip
         return _served(done, args.detach)

@@ -174,3 +174,41 @@ def test_download_needs_a_repository_to_chain(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(tmp_path)}
     out = ktwizard(env, "launch", "--model", str(tmp_path), *HOST, "--download")
     assert out.returncode == 2 and "--download fetches" in one_line(out)
+
+
+def test_ctrl_c_during_the_download_ends_at_once_and_the_same_command_resumes_and_launches(hub, tmp_path):
+    import signal
+    import threading
+
+    env = env_for(hub, tmp_path, HF_HUB_DOWNLOAD_TIMEOUT="600")  # the stalled read waits for Ctrl-C, not a retry
+    weights, name = tmp_path / "weights", f"ktw-chainint-{os.getpid()}"
+    release = threading.Event()
+    hub.state.stall = (SHARD, 1 << 20, release)
+    port = str(free_port())
+    args = [sys.executable, "-m", "ktwizard", "launch", "--preset", "kimi-k2.7-code", *HOST, "--download",
+            "--weights", str(weights), "--native", "--detach", "--name", name, "--port", port, "--no-verify",
+            *[x for kv in FAST for x in ("--env", kv)]]  # fmt: skip
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert hub.state.stalled.wait(60)  # the shard's first bytes are on their way, the rest held back
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+    try:
+        assert proc.returncode == 130, err
+        assert "resume" in one_line(subprocess.CompletedProcess(args, 130, "", err))
+        assert "[3/4 launch]" not in err
+        assert not (weights / ".ktwizard-complete.json").exists() and (weights / ".ktwizard-download.json").exists()
+        assert not (tmp_path / "state" / "ktwizard" / "deployments" / f"{name}.json").exists()
+
+        hub.state.stall = None
+        again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=240)
+        assert again.returncode == 0, again.stderr
+        assert "[1/4 download] done" in again.stderr and "[3/4 launch] done" in again.stderr, again.stderr
+        assert "[4/4 verify] skipped" in again.stderr
+        assert (weights / SHARD).read_bytes() == (hub.state.repos[KIMI].folder / SHARD).read_bytes()
+    finally:
+        ktwizard(env, "stop", name)
