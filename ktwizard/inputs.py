@@ -286,6 +286,8 @@ def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
         record_routing=given("record_routing", base.record_routing),
         chunked_prefill=given("chunked_prefill_size", base.chunked_prefill),
         prefill_threshold=given("kt_gpu_prefill_token_threshold", base.prefill_threshold),
+        tool_call_parser=given("tool_call_parser", base.tool_call_parser),
+        reasoning_parser=given("reasoning_parser", base.reasoning_parser),
     )
 
 

@@ -7,6 +7,8 @@ import sys
 
 
 def _load_plan(args: argparse.Namespace):
+    """The plan to launch, and the planner that made it (host and model bound; None for a saved --plan): a failed
+    verify check's fixes are re-planned with it."""
     if args.plan:
         from pathlib import Path
 
@@ -18,10 +20,13 @@ def _load_plan(args: argparse.Namespace):
             from ktwizard.apikey import check_key_file
 
             check_key_file(plan.goals.api_key_file, f"{args.plan}: api_key_file")
-        return plan
-    from ktwizard.cli.options import make_plan
+        return plan, None
+    from ktwizard.app.planning import make_plan
+    from ktwizard.cli.options import planned
+    from ktwizard.inputs import routing_counts
 
-    return make_plan(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs, requests none
+    host, model, plan = planned(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs
+    return plan, lambda g: make_plan(host, model, g, routing_counts(g, model.spec))
 
 
 def _options(args: argparse.Namespace, plan):
@@ -51,7 +56,8 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
     if args.download:
         return _launch_chain(args)
-    plan = launchable(_load_plan(args))
+    plan, replan = _load_plan(args)
+    plan = launchable(plan)
     opts = _options(args, plan)
     _warn_bind(plan, opts)
     from ktwizard.app.launch import launch
@@ -64,7 +70,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens,
         verify_timeout=verify_timeout, on_verdict=show_progress(),
     ) as done:  # fmt: skip
-        return _served(done, opts.detach)
+        return _served(done, opts.detach, replan)
 
 
 def _launch_chain(args: argparse.Namespace) -> int:
@@ -107,7 +113,7 @@ def _launch_chain(args: argparse.Namespace) -> int:
         on_event=on_event, host=here, out=sys.stderr, peak_check=not args.no_peak_check,
         peak_tokens=args.peak_check_tokens, verify_timeout=None if args.no_verify else args.check_timeout,
     ) as done:  # fmt: skip
-        return _served(done, args.detach)
+        return _served(done, args.detach, lambda g: make_plan(host, model, g, routing_counts(g, model.spec)))
 
 
 def _warn_bind(plan, opts) -> None:
@@ -126,7 +132,7 @@ def _warn_bind(plan, opts) -> None:
         )
 
 
-def _served(done, detach: bool) -> int:
+def _served(done, detach: bool, replan=None) -> int:
     """What a launch says once its server is ready (and verified), then its life attached unless detached."""
     from ktwizard.deploy.launch import stay_attached
     from ktwizard.render.clients import clients_text
@@ -136,6 +142,13 @@ def _served(done, detach: bool) -> int:
         failed = ", ".join(v.name for v in done.verified.failed)
         print(f"warning: {deployment.name} failed verify ({failed}); ktwizard verify {deployment.name} "
               "checks again", file=sys.stderr)  # fmt: skip
+        if replan is not None:  # the fixes that re-plan and fit, as this command's own options
+            from ktwizard.app.relaunch import offers
+
+            fixes = offers(done.verified, done.plan, replan)
+            if fixes:
+                print("relaunch with a fix (add it to this command, with --yes): "
+                      + " · ".join(o.change.label for o in fixes), file=sys.stderr)  # fmt: skip
     print(
         f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {done.plan.served_name}); "
         f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",

@@ -212,3 +212,27 @@ def test_ctrl_c_during_the_download_ends_at_once_and_the_same_command_resumes_an
         assert (weights / SHARD).read_bytes() == (hub.state.repos[KIMI].folder / SHARD).read_bytes()
     finally:
         ktwizard(env, "stop", name)
+
+
+def test_a_failed_check_names_the_fixes_that_plan_and_the_relaunch_with_one_takes_it(tmp_path, checkpoint):
+    """The command line's launch (no download): the stand-in corrupts answers past 2,048 prompt tokens, verify's long
+    check fails, and launch names the fix that re-plans and fits as its own option; the same command with it and
+    --yes relaunches off the layerwise path (the kept plan has no threshold)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "standin"), str(REPO)]),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "NO_COLOR": "1"}  # fmt: skip
+    name, port = f"ktw-chainfix-{os.getpid()}", str(free_port())
+    stand_in = [x for kv in (*FAST, "STANDIN_CORRUPT_ABOVE=2048") for x in ("--env", kv)]
+    args = ["launch", "--preset", "kimi-k2.7-code", *HOST, "--weights", str(checkpoint), "--native", "--detach",
+            "--name", name, "--port", port, *stand_in]  # fmt: skip
+    try:
+        out = ktwizard(env, *args)
+        assert out.returncode == 1, out.stderr  # detached, running, not serving right
+        assert "FAIL  long_context" in out.stderr and "failed verify (long_context)" in out.stderr, out.stderr
+        assert "relaunch with a fix (add it to this command, with --yes): --no-layerwise-prefill" in out.stderr
+        again = ktwizard(env, *args, "--no-layerwise-prefill", "--yes")
+        kept = json.loads((tmp_path / "state" / "ktwizard" / "deployments" / "plan" / f"{name}.json").read_text())
+        assert kept["goals"]["layerwise_prefill"] is False
+        assert "--kt-gpu-prefill-token-threshold" not in [f["name"] for f in kept["flags"]]
+        assert "relaunch with a fix" not in again.stderr, again.stderr  # nothing else on offer on this CPU
+    finally:
+        ktwizard(env, "stop", name)
