@@ -281,6 +281,8 @@ class GoalOptions:
     record_routing: str | None = None
     chunked_prefill: int | None = None
     prefill_threshold: int | None = None
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
 
 
 def goals_from_options(given: GoalOptions, base: Goals | None = None) -> Goals:
@@ -313,6 +315,8 @@ def goals_from_options(given: GoalOptions, base: Goals | None = None) -> Goals:
         record_routing=pick(given.record_routing, base.record_routing),
         chunked_prefill=pick(given.chunked_prefill, base.chunked_prefill),
         prefill_threshold=pick(given.prefill_threshold, base.prefill_threshold),
+        tool_call_parser=pick(given.tool_call_parser, base.tool_call_parser),
+        reasoning_parser=pick(given.reasoning_parser, base.reasoning_parser),
     )
 
 

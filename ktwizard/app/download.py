@@ -52,6 +52,7 @@ def download(
     progress: bool = True,
     say: Callable[[str], None] = print,
     free: Callable[[Path], int | None] | None = None,
+    on_bytes: Callable[[int, int], None] | None = None,
 ) -> Downloaded:
     from ktwizard.models import download as dl
     from ktwizard.models.completeness import COMPLETE, PENDING
@@ -76,10 +77,10 @@ def download(
     dl.write_json_atomic(where / PENDING, m.to_json())
     (where / COMPLETE).unlink(missing_ok=True)
     say(f"{ref.repo}@{m.commit[:12]}: {len(m.files)} files, {human(need)} to fetch of {human(m.total)}, into {where}")
-    bad = _failed(fetch(where, m, progress) + dl.verify(where, m))
+    bad = _failed(fetch(where, m, progress, on_bytes=on_bytes) + dl.verify(where, m))
     if bad:  # removed: fetch those again once, then give up in one line
         say(f"fetching again {len(bad)} file(s) that failed verification: {bad[0]}")
-        bad = _failed(fetch(where, m, progress) + dl.verify(where, m))
+        bad = _failed(fetch(where, m, progress, on_bytes=on_bytes) + dl.verify(where, m))
     if bad:
         raise KtwizardError(
             f"{where}: {len(bad)} file(s) failed verification after a second download ({bad[0]}); they were removed "
@@ -94,3 +95,43 @@ def download(
 def _failed(problems: list[str]) -> list[str]:
     """One phrase per file ("PATH: why"): a file refused as it landed is also missing for the check after."""
     return list({p.split(": ", 1)[0]: p for p in reversed(problems)}.values())[::-1]
+
+
+@dataclass(frozen=True)
+class Checked:
+    folder: Path
+    repo: str
+    commit: str
+    files: int
+    total: int
+    problems: tuple[str, ...]  # one phrase per file absent or of the wrong size ("PATH: why")
+    missing: int  # bytes still to land
+    unfinished: str | None  # why the folder is not marked complete although every size matches (None: it is)
+
+    @property
+    def complete(self) -> bool:
+        return not self.problems and self.unfinished is None
+
+
+def check(preset: str | None, model: str | None, folder: str | None = None) -> Checked:
+    """`download --check`: the folder against the plan's files and sizes (the Hub's listing at the pinned commit),
+    nothing downloaded, nothing removed or marked. Sizes only: hashes are checked as files land."""
+    from ktwizard.models import download as dl
+    from ktwizard.models.completeness import incomplete_reason, size_on_disk
+    from ktwizard.models.hub import parse_ref
+
+    text, _ = source(preset, model)
+    ref = parse_ref(text)
+    where = Path(folder).expanduser() if folder else default_folder(ref.repo)
+    if not where.is_dir():
+        raise BadInput(f"--dir {where}: no such folder (ktwizard download fetches it)")
+    m = dl.manifest(ref)
+    problems = []
+    for f in m.files:
+        size = size_on_disk(where / f.path)
+        if size != f.size:
+            problems.append(f"{f.path}: " + ("absent" if size is None else f"{size} bytes, the Hub lists {f.size}"))
+    unfinished = None if problems or dl.is_complete(where, m) else incomplete_reason(where)
+    return Checked(
+        where, ref.repo, m.commit, len(m.files), m.total, tuple(problems), dl.missing_bytes(where, m), unfinished
+    )

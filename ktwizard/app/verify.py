@@ -21,16 +21,50 @@ def spec_of_plan(plan, url: str, headers: dict[str, str], timeout_s: float) -> S
         v = plan.flag(name)
         return v if isinstance(v, str) and v else None
 
+    tools, thoughts = _parsers(plan.model.id)
+    tool, thought = text("--tool-call-parser"), text("--reasoning-parser")
     return Spec(
         url=url,
         model=plan.served_name or "",
         context=num("--context-length"),
         threshold=num("--kt-gpu-prefill-token-threshold"),
-        tool_parser=text("--tool-call-parser"),
-        reasoning_parser=text("--reasoning-parser"),
+        tool_parser=tool,
+        reasoning_parser=thought,
         timeout_s=timeout_s,
         headers=headers,
+        method=plan.method,
+        methods=_methods(plan),
+        gpus=tuple(plan.gpus),
+        tool_parsers=tuple(p for p in tools if p != tool),
+        reasoning_parsers=tuple(p for p in thoughts if p != thought),
     )
+
+
+def _methods(plan) -> tuple[str, ...]:
+    """Other kt-methods for this checkpoint, the most likely first: its native method (from its preset), then the
+    converted ones. app/relaunch offers only those that re-plan and fit on the host."""
+    from ktwizard.models.presets import all_presets
+    from ktwizard.planner.methods import CONVERTED, NATIVE
+
+    native = plan.method if plan.flag("--kt-weight-path") == plan.model_path else None
+    preset = all_presets().get(plan.model.id)
+    if native is None and preset is not None:
+        native = NATIVE.get(preset.spec().expert_format.kind)
+    return tuple(m for m in dict.fromkeys((native, *CONVERTED)) if m and m != plan.method)
+
+
+def _parsers(model_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The tool-call and reasoning parsers the model's published checkpoints use (its preset's), for a relaunch
+    with another one; none for a model no preset describes."""
+    from ktwizard.models.presets import all_presets
+    from ktwizard.runtime.rules import tool_parser
+
+    preset = all_presets().get(model_id)
+    if preset is None:
+        return (), ()
+    tools = [preset.sglang.tool_call_parser, *(c.tool_call_parser for c in preset.checkpoints)]
+    thoughts = [preset.sglang.reasoning_parser, *(c.reasoning_parser for c in preset.checkpoints)]
+    return tuple(dict.fromkeys(tool_parser(t) for t in tools if t)), tuple(dict.fromkeys(t for t in thoughts if t))
 
 
 def _server_spec(url: str, headers: dict[str, str], timeout_s: float) -> Spec:

@@ -7,6 +7,8 @@ import sys
 
 
 def _load_plan(args: argparse.Namespace):
+    """The plan to launch, and the planner that made it (host and model bound; None for a saved --plan): a failed
+    verify check's fixes are re-planned with it."""
     if args.plan:
         from pathlib import Path
 
@@ -18,20 +20,20 @@ def _load_plan(args: argparse.Namespace):
             from ktwizard.apikey import check_key_file
 
             check_key_file(plan.goals.api_key_file, f"{args.plan}: api_key_file")
-        return plan
-    from ktwizard.cli.options import make_plan
+        return plan, None
+    from ktwizard.app.planning import make_plan
+    from ktwizard.cli.options import planned
+    from ktwizard.inputs import routing_counts
 
-    return make_plan(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs, requests none
+    host, model, plan = planned(args, all_gpus=args.gpus == "none")  # --gpus none plans for the host's GPUs
+    return plan, lambda g: make_plan(host, model, g, routing_counts(g, model.spec))
 
 
-def cmd_launch(args: argparse.Namespace) -> int:
-    from ktwizard.app.planning import launchable
-    from ktwizard.deploy.launch import stay_attached
+def _options(args: argparse.Namespace, plan):
     from ktwizard.deploy.runners import launch_options
     from ktwizard.inputs import parse_env
 
-    plan = launchable(_load_plan(args))
-    opts = launch_options(
+    return launch_options(
         plan,
         name=args.name,
         port=args.port,
@@ -47,6 +49,74 @@ def cmd_launch(args: argparse.Namespace) -> int:
         python=args.python,
         native=args.native,
     )
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    from ktwizard.app.planning import launchable
+
+    if args.download:
+        return _launch_chain(args)
+    plan, replan = _load_plan(args)
+    plan = launchable(plan)
+    opts = _options(args, plan)
+    _warn_bind(plan, opts)
+    from ktwizard.app.launch import launch
+
+    # the name stays claimed while this command runs (attached: the server's life)
+    from ktwizard.cli.verify import show_progress
+
+    verify_timeout = None if args.no_verify else args.check_timeout
+    with launch(
+        plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens,
+        verify_timeout=verify_timeout, on_verdict=show_progress(),
+    ) as done:  # fmt: skip
+        return _served(done, opts.detach, replan)
+
+
+def _launch_chain(args: argparse.Namespace) -> int:
+    """launch --download: download → convert → launch → verify (app/chain.py), one progress view on stderr."""
+    from ktwizard.app.chain import Event, chain, fetch_for
+    from ktwizard.app.planning import make_plan
+    from ktwizard.cli.options import planned
+    from ktwizard.cli.progress import ChainView
+    from ktwizard.errors import BadInput
+    from ktwizard.inputs import routing_counts
+
+    if args.plan:
+        raise BadInput("--download needs --preset ID or --model hf:ORG/NAME[@REV]; a saved --plan names no repository")
+    fetch = fetch_for(args.preset, args.model)
+    host, model, first = planned(args, all_gpus=args.gpus == "none")
+
+    def options(plan):
+        opts = _options(args, plan)
+        _warn_bind(plan, opts)
+        return opts
+
+    import signal
+
+    from ktwizard.cli.download import _leave_on_ctrl_c
+
+    view, held = ChainView(sys.stderr), []
+
+    def on_event(
+        event: Event,
+    ) -> None:  # Ctrl-C while downloading ends at once, the folder pending: the same command resumes it
+        if event.step == "download" and event.state == "start":
+            held.append(signal.signal(signal.SIGINT, _leave_on_ctrl_c))
+        elif event.step == "download" and event.state in ("done", "failed") and held:
+            signal.signal(signal.SIGINT, held.pop())
+        view.show(event)
+
+    here = None if args.host or args.profile else host  # the converter runs on this machine: a recorded host is not it
+    with chain(
+        first, lambda g: make_plan(host, model, g, routing_counts(g, model.spec)), options, fetch=fetch,
+        on_event=on_event, host=here, out=sys.stderr, peak_check=not args.no_peak_check,
+        peak_tokens=args.peak_check_tokens, verify_timeout=None if args.no_verify else args.check_timeout,
+    ) as done:  # fmt: skip
+        return _served(done, args.detach, lambda g: make_plan(host, model, g, routing_counts(g, model.spec)))
+
+
+def _warn_bind(plan, opts) -> None:
     from ktwizard.inputs import is_loopback
 
     if not is_loopback(opts.bind):
@@ -60,33 +130,35 @@ def cmd_launch(args: argparse.Namespace) -> int:
             ),
             file=sys.stderr,
         )
-    from ktwizard.app.launch import launch
 
-    # the name stays claimed while this command runs (attached: the server's life)
-    from ktwizard.cli.verify import show_progress
 
-    verify_timeout = None if args.no_verify else args.check_timeout
-    with launch(
-        plan, opts, peak_check=not args.no_peak_check, peak_tokens=args.peak_check_tokens,
-        verify_timeout=verify_timeout, on_verdict=show_progress(),
-    ) as done:  # fmt: skip
-        deployment = done.deployment
-        if done.verified is not None and not done.verified.passed:
-            failed = ", ".join(v.name for v in done.verified.failed)
-            print(f"warning: {deployment.name} failed verify ({failed}); ktwizard verify {deployment.name} "
-                  "checks again", file=sys.stderr)  # fmt: skip
-        print(
-            f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {plan.served_name}); "
-            f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
-            file=sys.stderr,
-        )
-        from ktwizard.render.clients import clients_text
+def _served(done, detach: bool, replan=None) -> int:
+    """What a launch says once its server is ready (and verified), then its life attached unless detached."""
+    from ktwizard.deploy.launch import stay_attached
+    from ktwizard.render.clients import clients_text
 
-        print(clients_text(done.plan), file=sys.stderr)  # where it really listens
-        if not opts.detach:
-            stay_attached(done.proc, deployment)
-        elif done.verified is not None and not done.verified.passed:
-            return 1  # detached, for scripts: running, but not serving right
+    deployment = done.deployment
+    if done.verified is not None and not done.verified.passed:
+        failed = ", ".join(v.name for v in done.verified.failed)
+        print(f"warning: {deployment.name} failed verify ({failed}); ktwizard verify {deployment.name} "
+              "checks again", file=sys.stderr)  # fmt: skip
+        if replan is not None:  # the fixes that re-plan and fit, as this command's own options
+            from ktwizard.app.relaunch import offers
+
+            fixes = offers(done.verified, done.plan, replan)
+            if fixes:
+                print("relaunch with a fix (add it to this command, with --yes): "
+                      + " · ".join(o.change.label for o in fixes), file=sys.stderr)  # fmt: skip
+    print(
+        f"{deployment.name}: OpenAI API at {deployment.url}/v1 (model {done.plan.served_name}); "
+        f"ktwizard monitor --url {deployment.url}; ktwizard stop {deployment.name}",
+        file=sys.stderr,
+    )
+    print(clients_text(done.plan), file=sys.stderr)  # where it really listens
+    if not detach:
+        stay_attached(done.proc, deployment)
+    elif done.verified is not None and not done.verified.passed:
+        return 1  # detached, for scripts: running, but not serving right
     return 0
 
 
@@ -139,6 +211,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_plan_inputs(la)
     la.set_defaults(port=None, bind=None)
     la.add_argument("--plan", metavar="FILE", help="launch a saved plan (plan --format json/yaml)")
+    la.add_argument(
+        "--download", action="store_true",
+        help="first download the checkpoint (into --weights DIR, default ktwizard's models folder) and convert its "
+        "CPU weights when the method reads converted ones: download → convert → launch → verify",
+    )  # fmt: skip
     la.add_argument("--name", help="container / deployment name (default ktwizard-MODEL)")
     la.add_argument(
         "--native", action="store_true", help="run python -m sglang.launch_server here instead of a container"

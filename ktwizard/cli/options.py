@@ -99,6 +99,19 @@ def add_target(parser: argparse.ArgumentParser, optional: bool = True) -> None:
     )
 
 
+def parser_name(flag: str) -> Callable[[str], str]:
+    """A parser's name as sglang lists them (kimi_k2, qwen3-thinking, gpt-oss): one word; which names the runtime
+    knows is its own check at start-up."""
+    import re
+
+    def parse(text: str, f: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}", text):
+            raise BadInput(f"{f} {text[:60]!r}: a parser name such as kimi_k2 or qwen3-thinking")
+        return text
+
+    return typed(parse, flag)
+
+
 def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> None:
     src = pr.add_mutually_exclusive_group()
     src.add_argument("--preset", metavar="ID", help="a bundled model preset (ktwizard presets)")
@@ -202,6 +215,14 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
         help="a Jinja chat template for the server",
     )
     pr.add_argument("--served-name", metavar="NAME", help="the model id clients send (default: the preset's)")
+    pr.add_argument(
+        "--tool-call-parser", type=parser_name("--tool-call-parser"), metavar="NAME",
+        help="the runtime's tool-call parser, instead of the model's own (what a failed verify check may suggest)",
+    )  # fmt: skip
+    pr.add_argument(
+        "--reasoning-parser", type=parser_name("--reasoning-parser"), metavar="NAME",
+        help="the runtime's reasoning parser, instead of the model's own (another checkpoint's, such as qwen3)",
+    )  # fmt: skip
 
 
 def goal_options(args: argparse.Namespace) -> GoalOptions:
@@ -233,6 +254,8 @@ def goal_options(args: argparse.Namespace) -> GoalOptions:
         record_routing=opt("record_routing"),
         chunked_prefill=opt("chunked_prefill_size"),
         prefill_threshold=opt("kt_gpu_prefill_token_threshold"),
+        tool_call_parser=opt("tool_call_parser"),
+        reasoning_parser=opt("reasoning_parser"),
     )
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -116,7 +118,8 @@ class Corrupt(KtwizardError):
 
 
 def _bar_class(bar: Any) -> type:
-    """A tqdm stand-in for http_get that adds its bytes to the one bar of the whole download."""
+    """A tqdm stand-in for http_get that adds its bytes to the one bar of the whole download (a tqdm bar, or
+    _Tally when a front end draws its own)."""
 
     class Into:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -141,9 +144,32 @@ def _bar_class(bar: Any) -> type:
     return Into
 
 
-def fetch(folder: Path, m: Manifest, progress: bool = True, workers: int = 4) -> list[str]:
-    """Every file of the manifest not yet at its place, a few at a time, with one bar of bytes and time left.
-    Returns the files that arrived corrupt (removed); raises on the first transport or disk failure."""
+class _Tally:
+    """The whole download's bytes for a front end's own progress view: on_bytes(done, total) as they land (from the
+    worker threads, one at a time), then tqdm's bar updated too."""
+
+    def __init__(self, bar: Any, done: int, total: int, on_bytes: Callable[[int, int], None]) -> None:
+        self.bar, self.done, self.total, self.on_bytes = bar, done, total, on_bytes
+        self.lock = threading.Lock()
+        on_bytes(done, total)
+
+    def update(self, n: int) -> None:
+        with self.lock:
+            self.done += n
+            self.bar.update(n)
+            self.on_bytes(self.done, self.total)
+
+
+def fetch(
+    folder: Path,
+    m: Manifest,
+    progress: bool = True,
+    workers: int = 4,
+    on_bytes: Callable[[int, int], None] | None = None,
+) -> list[str]:
+    """Every file of the manifest not yet at its place, a few at a time, with one bar of bytes and time left
+    (`on_bytes(done, total)` as well, for a front end's own view). Returns the files that arrived corrupt (removed);
+    raises on the first transport or disk failure."""
     import errno
     from concurrent.futures import ThreadPoolExecutor
 
@@ -152,11 +178,12 @@ def fetch(folder: Path, m: Manifest, progress: bool = True, workers: int = 4) ->
     todo = [f for f in m.files if size_on_disk(folder / f.path) != f.size]
     done = m.total - sum(f.size for f in todo) + sum(min(size_on_disk(part_path(folder, f)) or 0, f.size) for f in todo)
     bar = tqdm(total=m.total, initial=done, unit="B", unit_scale=True, desc=m.repo, disable=not progress)
+    counted: Any = bar if on_bytes is None else _Tally(bar, done, m.total, on_bytes)
     ref = HubRef(m.repo, m.commit)
     bad: list[str] = []
     try:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(fetch_one, folder, m, f, bar) for f in todo]
+            futures = [pool.submit(fetch_one, folder, m, f, counted) for f in todo]
             for fut in futures:
                 try:
                     fut.result()

@@ -102,6 +102,12 @@ def plan(
     validate(goals, spec)
     gpus, tp_note = gpus_for(host, goals, spec)
     hints = hints or SglangHints()
+    if goals.tool_call_parser or goals.reasoning_parser:  # chosen over the model's own (verify's relaunch)
+        hints = replace(
+            hints,
+            tool_call_parser=goals.tool_call_parser or hints.tool_call_parser,
+            reasoning_parser=goals.reasoning_parser or hints.reasoning_parser,
+        )
     choice: MethodChoice = choose_method(spec, host.cpu.flags, goals.method)
     sizing, notes = _auto(spec, goals, gpus, choice, hints.attention_backend)
     if tp_note:

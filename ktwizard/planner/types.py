@@ -47,6 +47,9 @@ class Goals:
     # --kt-gpu-prefill-token-threshold: chunks of at least this many tokens take the layerwise path; None: the
     # KT docs' value for the method (memory/sizing.layerwise_threshold)
     prefill_threshold: int | None = None
+    # the runtime's parsers, when not the model's own (a relaunch that verify suggested: another checkpoint's)
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
 
 
 @dataclass(frozen=True)

@@ -38,3 +38,39 @@ class Confirm(ModalScreen[bool]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
+
+
+class Choose(ModalScreen[int | None]):
+    """One of a few actions (a button each, its number a key), or none: Esc. The wizard's "relaunch with"."""
+
+    DEFAULT_CSS = """
+    Choose { align: center middle; }
+    #choose-box { width: 76; max-width: 95%; height: auto; border: thick $warning; padding: 1 2; background: $panel; }
+    #choose-box Button { width: 100%; margin-top: 1; }
+    #choose-keys { color: $text-muted; margin-top: 1; }
+    """
+    BINDINGS = [
+        Binding("escape", "dismiss(None)", "cancel"),
+        *(Binding(str(i), f"pick({i})", show=False) for i in range(1, 10)),
+    ]
+
+    def __init__(self, question: str, choices: list[str]) -> None:
+        super().__init__()
+        self.question, self.choices = question, choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="choose-box"):
+            yield Static(self.question, id="choose-question")
+            for i, label in enumerate(self.choices, 1):
+                yield Button(f"{i}  {label}", id=f"choice-{i}", variant="warning" if i == 1 else "default")
+            yield Static(f"1-{len(self.choices)} or Enter: that one · Esc: cancel", id="choose-keys")
+
+    def on_mount(self) -> None:
+        self.query_one("#choice-1", Button).focus()
+
+    def action_pick(self, n: int) -> None:
+        if 1 <= n <= len(self.choices):
+            self.dismiss(n - 1)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(int(str(event.button.id).split("-")[1]) - 1)

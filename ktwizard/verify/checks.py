@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ktwizard.verify import prompts
+from ktwizard.verify import fixes, prompts
 from ktwizard.verify.markup import THINK_MARKUP, TOOL_MARKUP, excerpt, found
 from ktwizard.verify.spec import SLOWEST_PREFILL_TPS, Spec, long_prompt_tokens
 from ktwizard.verify.verdict import Verdict
@@ -76,6 +76,7 @@ def short_answers(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
             "; ".join(wrong),
             "the server answers wrongly at a short prompt: check the checkpoint, the chat template "
             "(--chat-template) and the method (another --method)",
+            changes=fixes.other_method(spec),
         )
     return Verdict("short_answers", True, "repeated a phrase, added two numbers, kept a fixed format")
 
@@ -101,7 +102,11 @@ def long_context(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
             if layerwise
             else "long prompts are answered wrongly: try a shorter --context, or another --method"
         )
-        return Verdict("long_context", False, f"{where}: asked for {ask.expect!r}, got {excerpt(content, 80)}", hint)
+        changes = (fixes.no_layerwise(spec) + fixes.tp1(spec) if layerwise else ()) + fixes.other_method(spec)
+        return Verdict(
+            "long_context", False, f"{where}: asked for {ask.expect!r}, got {excerpt(content, 80)}", hint,
+            changes=changes,
+        )  # fmt: skip
     if spec.threshold is not None and seen is not None and seen < spec.threshold:
         return Verdict(
             "long_context",
@@ -137,6 +142,11 @@ def _tool_hint(spec: Spec) -> str:
     )
 
 
+def _tool_fail(name: str, evidence: str, spec: Spec) -> Verdict:
+    """A failed tool-call check: the parser hint and, where the model's checkpoints use another, that parser."""
+    return Verdict(name, False, evidence, _tool_hint(spec), changes=fixes.tool_parser(spec))
+
+
 def _args_ok(name: str | None, arguments: str | None, city: str) -> str:
     """ "" when the call is right, else why not."""
     if name != "get_weather":
@@ -167,17 +177,16 @@ def tool_call(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
     msg = r.choices[0].message
     marks = found(msg.content, TOOL_MARKUP)
     if marks:
-        return Verdict("tool_call", False, f"raw tool-call markup {marks[0]!r} left in content", _tool_hint(spec))
+        return _tool_fail("tool_call", f"raw tool-call markup {marks[0]!r} left in content", spec)
     calls = msg.tool_calls or []
     if len(calls) != 1:
-        return Verdict(
-            "tool_call", False, f"{len(calls)} tool calls (1 expected); content {excerpt(msg.content, 80)}",
-            _tool_hint(spec),
-        )  # fmt: skip
+        return _tool_fail(
+            "tool_call", f"{len(calls)} tool calls (1 expected); content {excerpt(msg.content, 80)}", spec
+        )
     fn = getattr(calls[0], "function", None)
     why = _args_ok(getattr(fn, "name", None), getattr(fn, "arguments", None), city)
     if why:
-        return Verdict("tool_call", False, why, _tool_hint(spec))
+        return _tool_fail("tool_call", why, spec)
     return Verdict("tool_call", True, f"get_weather({fn.arguments})")  # type: ignore[union-attr]
 
 
@@ -219,21 +228,16 @@ def tool_call_stream(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
                             call["arguments"] += fn.arguments
     marks = found(content, TOOL_MARKUP)
     if marks:
-        return Verdict(
-            "tool_call_stream", False, f"raw tool-call markup {marks[0]!r} left in the streamed content",
-            _tool_hint(spec),
-        )  # fmt: skip
+        return _tool_fail("tool_call_stream", f"raw tool-call markup {marks[0]!r} left in the streamed content", spec)
     if sorted(calls) != [0]:
-        return Verdict(
-            "tool_call_stream", False, f"streamed tool-call indexes {sorted(calls)} (one call at index 0 expected); "
-            f"content {excerpt(content, 80)}", _tool_hint(spec),
-        )  # fmt: skip
+        indexes = f"streamed tool-call indexes {sorted(calls)} (one call at index 0 expected)"
+        return _tool_fail("tool_call_stream", f"{indexes}; content {excerpt(content, 80)}", spec)
     call = calls[0]
     why = _args_ok(call["name"], call["arguments"], city)
     if why:
-        return Verdict("tool_call_stream", False, why, _tool_hint(spec))
+        return _tool_fail("tool_call_stream", why, spec)
     if not call["id"]:
-        return Verdict("tool_call_stream", False, "the streamed tool call carries no id", _tool_hint(spec))
+        return _tool_fail("tool_call_stream", "the streamed tool call carries no id", spec)
     return Verdict("tool_call_stream", True, f"get_weather({call['arguments']}) assembled from the stream")
 
 
@@ -249,6 +253,7 @@ def reasoning(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
                 "reasoning", False, f"--reasoning-parser {parser} keeps one <think> block at the start of content; "
                 f"got content {excerpt(content, 80)}, reasoning_content {excerpt(thought or None, 40)}",
                 f"--reasoning-parser {parser} may not match this model's reasoning format",
+                changes=fixes.reasoning_parser(spec),
             )  # fmt: skip
         thought, content = m[1], m[2]
         if found(content, THINK_MARKUP) or not re.search(ask.pattern, content, re.I):
@@ -257,10 +262,15 @@ def reasoning(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
     marks = found(content, THINK_MARKUP)
     if parser:
         hint = f"--reasoning-parser {parser} may not match this model's reasoning format"
+        parsers = fixes.reasoning_parser(spec)
         if marks:
-            return Verdict("reasoning", False, f"reasoning markup {marks[0]!r} left in content", hint)
+            return Verdict(
+                "reasoning", False, f"reasoning markup {marks[0]!r} left in content", hint, changes=parsers
+            )  # fmt: skip
         if not thought.strip():
-            return Verdict("reasoning", False, f"no reasoning_content; content {excerpt(content, 80)}", hint)
+            return Verdict(
+                "reasoning", False, f"no reasoning_content; content {excerpt(content, 80)}", hint, changes=parsers
+            )  # fmt: skip
         if not re.search(ask.pattern, content, re.I):
             return Verdict(
                 "reasoning", False, f"asked for {ask.expect}, content {excerpt(content, 80)}",
@@ -273,6 +283,7 @@ def reasoning(spec: Spec, rng: random.Random, timeout: float) -> Verdict:
         return Verdict(
             "reasoning", False, f"reasoning markup {marks[0]!r} in content and no --reasoning-parser",
             "this model reasons: launch with its family's --reasoning-parser",
+            changes=fixes.reasoning_parser(spec),
         )  # fmt: skip
     return Verdict("reasoning", True, "no reasoning parser, nothing split off")
 

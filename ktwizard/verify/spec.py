@@ -20,6 +20,12 @@ class Spec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     headers: dict[str, str] = field(default_factory=dict, hash=False, compare=False)  # never shown
     seed: int | None = None  # the prompts' randomness (None: fresh each run, so no cache answers)
+    # What a relaunch could change (from the kept plan; unknown for a bare URL): the failed checks' structured fixes
+    method: str | None = None  # --kt-method
+    methods: tuple[str, ...] = ()  # other kt-methods to try, most likely first
+    gpus: tuple[int, ...] = ()  # the GPUs of the tensor-parallel group (TP = their count)
+    tool_parsers: tuple[str, ...] = ()  # other tool-call parsers this model's checkpoints use
+    reasoning_parsers: tuple[str, ...] = ()  # other reasoning parsers this model's checkpoints use
 
 
 def from_server_args(url: str, info: dict, **kw: object) -> Spec:

@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+ChangeValue = str | int | bool | tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a failed check suggests relaunching with, as a plan option delta: the Goals field and its new value,
+    and how the command line says it. The front ends re-plan with it (app/relaunch.py) and offer what fits."""
+
+    option: str  # a Goals field: method, layerwise_prefill, gpus, tool_call_parser, reasoning_parser
+    value: ChangeValue
+    label: str  # "--no-layerwise-prefill", "--method AMXINT4", "TP 1 (--gpus 0)"
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -12,6 +24,7 @@ class Verdict:
     evidence: str  # what was seen (on failure: the answer, the markup, the error)
     hint: str = ""  # what to try when the cause is known
     seconds: float = 0.0
+    changes: tuple[Change, ...] = ()  # the hint's fixes a relaunch can apply, most likely first
 
 
 @dataclass(frozen=True)

@@ -129,15 +129,38 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
             await pilot.press("l")
             await pilot.pause()
             await pilot.press("y")
-            await until(pilot, lambda: isinstance(app.screen, MonitorScreen), "the monitor after the launch")
-            logged = [str(x.text) for x in s.query_one("#launch-log").lines]
-            assert isinstance(app.screen, MonitorScreen), logged
-            said = " ".join(" ".join(logged).split())  # the log wraps its lines
-            assert "no Docker engine here" in said and "launching natively" in said, logged
+            await until(pilot, lambda: s.offers, "a relaunch offered by the failed check")
+
+            def said() -> str:
+                return " ".join(" ".join(str(x.text) for x in s.query_one("#launch-log").lines).split())  # wrapped
+
+            assert "no Docker engine here" in said() and "launching natively" in said(), said()
             # the launch's last step, verify, shown check by check with its verdicts and what to try
-            assert "verify: checking short_answers" in said and "verify: pass short_answers" in said, said
-            assert "verify: FAIL long_context" in said and "try:" in said, said
-            assert "checks failed (long_context" in said and "relaunches" in said, said
+            assert "verify: checking short_answers" in said() and "verify: pass short_answers" in said(), said()
+            assert "verify: FAIL long_context" in said() and "try:" in said(), said()
+            assert "[2/4 convert] skipped" in said() and "[3/4 launch] done" in said(), said()
+            # the fix as a relaunch: the layerwise path off (this CPU runs no AMX method, one GPU: no TP 1)
+            assert "checks failed (long_context" in said() and "r relaunches" in said(), said()
+            assert "1. relaunch with --no-layerwise-prefill (for long_context)" in said(), said()
+            assert [o.change.label for o in s.offers] == ["--no-layerwise-prefill"]
+            assert s.launched_plan.flag("--kt-gpu-prefill-token-threshold") is not None
+            keys = {b.binding.action: (b.binding.description, b.enabled) for b in app.active_bindings.values()}
+            assert keys.get("relaunch_fix") == ("relaunch with fix", True), keys
+            await pilot.press("r")
+            from ktwizard.tui.confirm import Choose
+
+            await until(pilot, lambda: isinstance(app.screen, Choose), "the relaunch choices")
+            assert "relaunch with --no-layerwise-prefill" in str(app.screen.query_one("#choice-1").label)
+            await pilot.press("1")  # accepted: stopped, re-planned with the change, launched and verified again
+            await until(pilot, lambda: isinstance(app.screen, MonitorScreen), "the monitor after the relaunch")
+            assert f"relaunching {name} with --no-layerwise-prefill" in said(), said()
+            relaunched = s.launched_plan
+            assert relaunched.goals.layerwise_prefill is False and app.state.plan.goals.layerwise_prefill is False
+            assert relaunched.flag("--kt-gpu-prefill-token-threshold") is None, relaunched.flags
+            assert relaunched.goals.record_routing and relaunched.goals.port == port  # the step's own options kept
+            # still corrupt past 2,048 tokens, now off the layerwise path: another method would be next, and
+            # this CPU runs none, so nothing more is offered and the monitor opens
+            assert said().count("verify: FAIL long_context") == 2 and not s.offers, said()
             # the Monitor's log pane follows the native server's log file, as `ktwizard monitor NAME` does (it
             # was empty: the wizard built its own watch without the native log)
             monitor = app.screen
@@ -161,6 +184,7 @@ def test_the_wizard_launches_natively_and_keeps_what_the_cli_keeps(checkpoint, s
         assert record["kind"] == "native" and record["pid"]
         kept = Plan.load(read_structured(folder / "plan" / f"{name}.json"), "kept plan")
         assert kept.goals.record_routing  # placement record finds the recorder's folder
+        assert kept.goals.layerwise_prefill is False  # the relaunch's plan is what the record keeps
         assert read_structured(folder / "peak" / f"{name}.json")  # the peak check's report (skipped: no GPU here)
         chat = run_cli("chat", name, "--max-tokens", "3")
         assert chat.returncode == 0, chat.stderr

@@ -118,3 +118,29 @@ def test_a_server_that_never_answers_fails_each_check_at_its_deadline(tmp_path):
     for v in report.verdicts:
         assert "Traceback" not in v.evidence
         assert "timeout" in (v.evidence + v.hint).lower() or "within" in v.evidence
+
+
+def test_each_fixable_failure_carries_the_change_a_relaunch_applies(tmp_path, monkeypatch):
+    """The hints as plan option deltas (verify/fixes.py), from what the kept plan says could change: the layerwise
+    path off, TP 1, another method for the long check; another of the model's parsers for the tool checks."""
+    from dataclasses import replace
+
+    from ktwizard.verify.verdict import Change
+
+    flags = ["--served-model-name", "m", "--context-length", "8192", "--kt-gpu-prefill-token-threshold", "2048",
+             "--tool-call-parser", "kimi_k2"]  # fmt: skip
+    spec = Spec("", "m", 8192, 2048, "kimi_k2", None, timeout_s=30, method="BF16", methods=("AMXINT4", "AMXINT8"),
+                gpus=(2, 3), tool_parsers=("qwen25",))  # fmt: skip
+    monkeypatch.setenv("STANDIN_CORRUPT_ABOVE", "2048")
+    monkeypatch.setenv("STANDIN_RAW_MARKUP", "1")
+    with standin(tmp_path, *flags) as url:
+        verdicts = {v.name: v for v in run_checks(replace(spec, url=url)).verdicts}
+    assert verdicts["long_context"].changes == (
+        Change("layerwise_prefill", False, "--no-layerwise-prefill"),
+        Change("gpus", (2,), "TP 1 (--gpus 2)"),
+        Change("method", "AMXINT4", "--method AMXINT4"),
+        Change("method", "AMXINT8", "--method AMXINT8"),
+    )
+    for name in ("tool_call", "tool_call_stream"):
+        assert verdicts[name].changes == (Change("tool_call_parser", "qwen25", "--tool-call-parser qwen25"),)
+    assert verdicts["short_answers"].passed and not verdicts["short_answers"].changes

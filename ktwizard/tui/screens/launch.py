@@ -31,6 +31,8 @@ from ktwizard.tui.state import WizardHost
 
 class LaunchScreen(WizardStep):
     launched_plan: Plan | None = None
+    offers: tuple = ()  # app/relaunch.Offer: what the failed checks suggest relaunching with, re-planned
+    tried: frozenset = frozenset()  # (option, value) pairs the relaunches ran: never offered back
     STEP = "4 Launch"
     NEXT = False  # the last step: launching is its way on
     BINDINGS = [
@@ -42,8 +44,9 @@ class LaunchScreen(WizardStep):
         Binding("m", "monitor", "monitor"),
         Binding("b", "routing", "routing"),
         Binding("f", "frequency", "freq. relaunch"),
+        Binding("r", "relaunch_fix", "relaunch with fix"),
     ]
-    LETTERS = WizardStep.LETTERS | {"copy", "save", "launch", "monitor", "routing", "frequency"}
+    LETTERS = WizardStep.LETTERS | {"copy", "save", "launch", "monitor", "routing", "frequency", "relaunch_fix"}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         state = cast(WizardHost, self.app).state
@@ -51,6 +54,8 @@ class LaunchScreen(WizardStep):
             return False  # nothing launched yet: no key in the footer
         if action == "frequency" and state.routing is None:
             return False  # nothing recorded yet
+        if action == "relaunch_fix" and not (self.offers and state.launched is not None):
+            return False  # no failed check with a fix that plans
         return super().check_action(action, parameters)
 
     def _headers(self) -> dict[str, str]:
@@ -97,6 +102,31 @@ class LaunchScreen(WizardStep):
             self.notify(exc.message, severity="error")
             return
         self.relaunch_worker(state.launched.name, self.shown(), state.rate_before)
+
+    def action_relaunch_fix(self) -> None:
+        """A failed check's fix: choose one, then the server is stopped and launched with the plan re-made with it."""
+        from ktwizard.tui.confirm import Choose
+
+        d = self.state.launched
+        if not self.offers or d is None:
+            return
+        question = f"Verify failed. Stop {d.name} and launch it again, re-planned with one change:"
+        labels = [f"relaunch with {o.change.label} (for {o.check})" for o in self.offers]
+        self.app.push_screen(Choose(question, labels), self._fix_chosen)
+
+    def _fix_chosen(self, index: int | None) -> None:
+        d = self.state.launched
+        if index is None or d is None or not 0 <= index < len(self.offers):
+            return
+        from ktwizard.app.relaunch import served
+
+        offer, self.offers = self.offers[index], ()
+        change, before = offer.change, self.launched_plan or self.plan
+        self.tried |= {(change.option, change.value), (change.option, served(before, change.option))}
+        self.state.plan = offer.plan  # the Plan step shows what runs now
+        self.refresh_bindings()
+        self.query_one("#launch-log", RichLog).write(f"relaunching {d.name} with {offer.change.label}")
+        self.relaunch_worker(d.name, self.dress(offer.plan), None)
 
     @work(thread=True, exclusive=True, group="relaunch")
     def relaunch_worker(self, name: str, plan: Plan, before: float | None) -> None:
@@ -174,13 +204,17 @@ class LaunchScreen(WizardStep):
     def shown(self) -> Plan:
         """The plan as the options typed below would launch it: name, port, image and environment (a value that
         is not valid yet keeps the plan's own, and says why)."""
+        return self.dress(self.recording(), show=True)
+
+    def dress(self, plan: Plan, show: bool = False) -> Plan:
+        """`plan` with the options typed below (a value not valid yet keeps the plan's own; `show`: say why)."""
         from dataclasses import replace
 
         from ktwizard.inputs import parse_count, parse_env
         from ktwizard.planner.types import EnvVar
         from ktwizard.render.names import check_name
 
-        plan, problems = self.recording(), []
+        problems: list[str] = []
         goals = plan.goals
         name = self.query_one("#name", Input).value.strip()
         try:
@@ -203,9 +237,10 @@ class LaunchScreen(WizardStep):
             )
         except KtwizardError as exc:
             problems.append(exc.message)
-        status = self.query_one("#image-status", Static)
-        status.update(Text("; ".join(problems), style="red") if problems else "")
-        status.display = bool(problems)  # an empty line would take a row from the rendering at 24 rows
+        if show:
+            status = self.query_one("#image-status", Static)
+            status.update(Text("; ".join(problems), style="red") if problems else "")
+            status.display = bool(problems)  # an empty line would take a row from the rendering at 24 rows
         return replace(plan, goals=goals, flags=flags, image=image, env=env)
 
     def recording(self) -> Plan:
@@ -258,29 +293,28 @@ class LaunchScreen(WizardStep):
         self.query_one("#formats", TabbedContent).query_one(Tabs).focus()
 
     def action_launch(self) -> None:
-        """A launch loads hundreds of GB: it asks first."""
+        """A launch loads hundreds of GB (and may download and convert them first): it asks first."""
         from ktwizard.tui.confirm import Confirm
+        from ktwizard.tui.screens.launching import question, wizard_fetch
 
-        plan = self.plan
+        fetch = wizard_fetch(self.state, self.plan)
         name = self.query_one("#name", Input).value.strip()
-        question = (
-            f"Launch {plan.model.name} as {name or 'the default name'}?\n\nIt loads the weights from "
-            f"{plan.model_path} ({plan.method}, {plan.gpu_experts} GPU experts per layer) and may take tens of "
-            "minutes."
-        )
-        self.app.push_screen(Confirm(question, yes="Launch"), self._confirmed)
+        ask = question(self.plan, name, fetch, self.state.model().spec)
+        self.app.push_screen(Confirm(ask, yes="Launch"), lambda yes: self._confirmed(yes, fetch))
 
-    def _confirmed(self, yes: bool | None) -> None:
+    def _confirmed(self, yes: bool | None, fetch=None) -> None:
         if yes:
-            self.launch_worker(self.shown())  # exactly what the tabs show
+            self.launch_worker(self.shown(), fetch=fetch)  # exactly what the tabs show
 
     @work(thread=True, exclusive=True)
-    def launch_worker(self, plan: Plan, before: float | None = None) -> None:
-        import io
-
-        from ktwizard.app.launch import docker_gpu_problem, launch, runs_natively
+    def launch_worker(self, plan: Plan, before: float | None = None, fetch=None) -> None:
+        from ktwizard.app.chain import chain
+        from ktwizard.app.launch import docker_gpu_problem, runs_natively
+        from ktwizard.app.planning import make_plan
+        from ktwizard.app.relaunch import offers
         from ktwizard.deploy.runners import launch_options
         from ktwizard.inputs import parse_count, parse_env
+        from ktwizard.tui.screens.launching import EventLog, verified_text
         from ktwizard.verify.spec import DEFAULT_TIMEOUT_S
 
         log = self.query_one("#launch-log", RichLog)
@@ -296,36 +330,42 @@ class LaunchScreen(WizardStep):
             self.app.call_from_thread(log.write, f"FAILED: {fix}")
             self.app.call_from_thread(self.notify, fix, severity="error", timeout=10)
             return
-        try:
-            port = self.query_one("#port", Input).value.strip()
-            opts = launch_options(
-                plan,
-                name=self.query_one("#name", Input).value.strip() or None,
+        port = self.query_one("#port", Input).value.strip()
+        name = self.query_one("#name", Input).value.strip() or None
+        image = self.query_one("#image", Input).value.strip() or None
+        env = [kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()]
+
+        def options(made: Plan):
+            return launch_options(
+                made,
+                name=name,
                 port=parse_count(port, "port", 1, 65535) if port else None,
-                image=self.query_one("#image", Input).value.strip() or None,
+                image=image,
                 gpus="plan" if gpus else None,
-                env=parse_env([kv for kv in self.query_one("#env", Input).value.split(",") if kv.strip()]),
+                env=parse_env(env),
                 native=native,
             )
+
+        try:
+            options(plan)
         except KtwizardError as exc:
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
             return
-
-        class Lines(io.TextIOBase):
-            def write(self, s: str) -> int:
-                for line in s.splitlines():
-                    if line.strip():
-                        self_app.call_from_thread(log.write, line)
-                return len(s)
-
-        self_app = self.app
+        view = EventLog(self.app, log)
+        model = self.state.model()
+        host, here_host = self.host, (None if self.state.host_ref else self.host)
         try:
-            out = cast(TextIO, Lines())
-            # the CLI's launch: plan and peak report kept by the record, then verify's checks, each as it runs
-            with launch(plan, opts, out=out, verify_timeout=DEFAULT_TIMEOUT_S, on_verdict=checking(out)) as done:
+            out = cast(TextIO, view.lines())
+            # the CLI's launch --download: download and convert where needed, launch (plan and peak report kept by
+            # the record), then verify's checks, each as it runs (app/chain)
+            with chain(
+                plan, lambda g: self.dress(make_plan(host, model, g)), options, fetch=fetch, on_event=view.show,
+                host=here_host, out=out, verify_timeout=DEFAULT_TIMEOUT_S,
+            ) as done:  # fmt: skip
                 deployment = done.deployment
+            found = offers(done.verified, done.plan, lambda g: make_plan(host, model, g), self.tried)
             if done.verified is not None:
-                out.write(verified_text(done.verified) + "\n")
+                out.write(verified_text(done.verified, found) + "\n")
             from ktwizard.render.clients import clients_text
 
             out.write(f"{deployment.name} ready at {deployment.url}; Esc in the monitor comes back to this summary\n")
@@ -335,7 +375,8 @@ class LaunchScreen(WizardStep):
             self.app.call_from_thread(self.notify, exc.message, severity="error", timeout=10)
             return
         cast(WizardHost, self.app).state.launched = deployment
-        self.launched_plan = plan  # what runs now: b records with its recorder folder, f relaunches from it
+        self.launched_plan = done.plan  # what runs now: b records with its recorder folder, f relaunches from it
+        self.offers = found
         if before is not None:  # a relaunch to compare: the same measurement as before it
             from ktwizard.app.placement import compare
 
@@ -348,26 +389,8 @@ class LaunchScreen(WizardStep):
         if get_current_worker().is_cancelled:  # the wizard is closing: no monitor to open under its exit
             return
         self.app.call_from_thread(self.refresh_bindings)
+        if found:  # stay here: r relaunches with a fix
+            fix = f"verify failed: r relaunches with {found[0].change.label}" + (" (or another)" if found[1:] else "")
+            self.app.call_from_thread(self.notify, fix, severity="warning", timeout=10)
+            return
         self.app.call_from_thread(self.action_monitor)
-
-
-def checking(out: TextIO):
-    """verify's progress on the Launch step: the check that starts, then its verdict (and what to try)."""
-    from ktwizard.app.verify import line
-
-    def progress(name: str, verdict) -> None:
-        out.write((f"verify: checking {name}…" if verdict is None else "verify: " + line(verdict)) + "\n")
-
-    return progress
-
-
-def verified_text(report) -> str:
-    """The verdict of the checks: all passed, or which failed and that each line above says what to try."""
-    failed = report.failed
-    if not failed:
-        return f"verify: every check passed ({len(report.verdicts)})"
-    names = ", ".join(v.name for v in failed)
-    return (
-        f"verify: {len(failed)} of {len(report.verdicts)} checks failed ({names}): the 'try:' under each says what "
-        "to change; Esc back to the Plan step (another kt-method, TP 1), then l relaunches"
-    )
