@@ -60,7 +60,9 @@ def _probes_during_a_long_prefill(proc, url: str) -> tuple[int, int]:
     body = {"text": "tok " * 8000, "sampling_params": {"max_new_tokens": 1}}
     prefill = threading.Thread(target=_post, args=(url, body), daemon=True)
     prefill.start()
-    while "Prefill batch" not in proc.lines.get(timeout=60):  # the bound turns a hang into a failure
+    # the chunk's own line, not the start-up warm-up's ("#new-token: 7", logged before ready): asked after the warm-up
+    # line, a probe could still come before this prompt's chunk began
+    while "Prefill batch, #new-seq: 1, #new-token: 8000," not in proc.lines.get(timeout=60):  # a hang fails, bounded
         pass
     codes = []
     for path in ("/health", "/health_generate"):
