@@ -307,18 +307,32 @@ SESSION_MARK = f"KTWIZARD_TEST_SESSION={os.getpid()}".encode()
 os.environ["KTWIZARD_TEST_SESSION"] = str(os.getpid())
 
 
+def _read(path: str) -> bytes:
+    """A /proc file's bytes, read whole through the file descriptor: this runs twice for every test over every process
+    on the machine, and Path.read_bytes' buffered file object took three times as long (35 ms a scan, loaded)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = [os.read(fd, 1 << 16)]
+        while len(chunks[-1]) == 1 << 16:  # a short read is the end: the kernel gives what is left at once
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _ours() -> dict[int, bytes]:
     """This session's processes of the kinds above, by command line (argv joined by spaces, so `sh -c "python3 -m
     ktwizard monitor ..."` matches as well as the program itself)."""
     found = {}
+    me = str(os.getpid())
     for p in os.listdir("/proc"):
-        if not p.isdigit() or int(p) == os.getpid():
+        if not p.isdigit() or p == me:
             continue
         try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\x00", b" ")
+            cmd = _read(f"/proc/{p}/cmdline").replace(b"\x00", b" ")
             if not any(m in cmd for m in LEFTOVER_MARKS):
                 continue
-            if SESSION_MARK not in Path(f"/proc/{p}/environ").read_bytes().split(b"\x00"):
+            if SESSION_MARK not in _read(f"/proc/{p}/environ").split(b"\x00"):
                 continue
         except OSError:
             continue
