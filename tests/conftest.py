@@ -89,6 +89,8 @@ def needs_process(args: tuple[str, ...], env: dict | None) -> bool:
         return True  # the wizard
     if args[0] in PROCESS_COMMANDS or (args[0] == "fleet" and len(args) > 1 and args[1] in PROCESS_FLEET):
         return True
+    if "--bandwidth" in args:  # a measurement: threads pinned to CPUs, in a process of its own as a user runs it
+        return True
     return any("hf:" in a for a in args) or any(k.startswith(("HF_", "PYTHON")) for k in env or {})
 
 

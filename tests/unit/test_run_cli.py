@@ -76,6 +76,7 @@ def test_in_process_leaves_this_process_as_it_was(tmp_path):
         (("--host", "rtx-pro-6000-epyc-9355"), None),
         (("plan", "--model", "hf:org/name"), None),
         (("plan", "--preset", "deepseek-v2"), {"HF_HUB_OFFLINE": "1"}),
+        (("probe", "--bandwidth"), None),
     ],
 )
 def test_what_needs_a_process_gets_one(args, env):
