@@ -3,7 +3,8 @@ items v4 re-reads from the runtime (replicated weights at TP > 1, the hybrid sta
 
 Each scenario is planned by this checkout and, when --old DIR names an unpacked earlier ktwizard (git archive REV |
 tar -x -C DIR), by that one in a subprocess. The independent figures (the runtime's arithmetic written from its code)
-are the tests' (tests/unit/test_memory_v4.py, test_memory_model.py); this script records the plan side and the gap.
+are the tests' (tests/unit/test_memory_runtime_formulas.py, test_memory_model.py); this script records the plan side
+and the gap.
 
 Run: python3 benchmarks/memory_v4.py [--old /tmp/old] > benchmarks/results/memory-v4.json
 """

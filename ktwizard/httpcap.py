@@ -98,7 +98,7 @@ def client(**kwargs: Any) -> Any:
     """An httpx.Client (same arguments) whose requests keep the deadline `until()` sets, headers included.
 
     httpx does not take a network backend, so the one of each connection pool it made (the direct one and any
-    proxy's) is wrapped; test_hostile_servers6 fails if a new httpx stops having them."""
+    proxy's) is wrapped; test_hostile_server_deadlines fails if a new httpx stops having them."""
     import httpx
 
     http = httpx.Client(**kwargs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ktwizard.errors import BadInput
 from ktwizard.urlauth import parse_url  # noqa: F401  (the URL check lives beside the credential rules)
@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the value parsers below serve every command; models and the
     from ktwizard.models.spec import ModelSpec
     from ktwizard.planner.types import Goals
 
+T = TypeVar("T")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 
@@ -254,38 +255,64 @@ def goals_from_fields(base: Goals, fields: dict[str, str]) -> Goals:
     )
 
 
-def goals_from_args(args: Any, base: Goals | None = None) -> Goals:
-    """Goals from the command line over `base` (a profile's goals, or the defaults): only options given count."""
+@dataclass(frozen=True)
+class GoalOptions:
+    """The goals a command line gave, typed at the CLI edge (cli/options.goal_options): None is "not given", so a
+    profile's goals stay where no option overrides them. Text only where its check lives here (--gpus: all, none or
+    indices; --api-key-file: the file is read and checked)."""
+
+    context: int | None = None
+    concurrency: int | None = None
+    gpus: str | None = None
+    method: str | None = None
+    gpu_experts: int | None = None
+    kv_dtype: str | None = None
+    no_layerwise_prefill: bool = False
+    weights: str | None = None  # --weights, else the inspected --model folder: the weights the server loads
+    kt_weights: str | None = None
+    port: int | None = None
+    bind: str | None = None
+    image: str | None = None
+    chat_template: str | None = None
+    served_name: str | None = None
+    api_key_file: str | None = None
+    placement: str | None = None
+    expert_stats: str | None = None
+    record_routing: str | None = None
+    chunked_prefill: int | None = None
+    prefill_threshold: int | None = None
+
+
+def goals_from_options(given: GoalOptions, base: Goals | None = None) -> Goals:
+    """Goals from the options given over `base` (a profile's goals, or the defaults): only options given count."""
     from ktwizard.planner.types import Goals
 
     base = base or Goals()
 
-    def given(name: str, default: Any) -> Any:
-        value = getattr(args, name, None)
+    def pick(value: T | None, default: T) -> T:
         return default if value is None else value
 
     return Goals(
-        context=given("context", base.context),
-        concurrency=given("concurrency", base.concurrency),
-        gpus=parse_gpus(args.gpus) if args.gpus is not None else base.gpus,
-        method=given("method", base.method),
-        gpu_experts=given("gpu_experts", base.gpu_experts),
-        kv_dtype=given("kv_dtype", base.kv_dtype),
-        layerwise_prefill=False if args.no_layerwise_prefill else base.layerwise_prefill,
-        # an inspected folder is the weights the server loads
-        weights=args.weights or getattr(args, "model", None) or base.weights,
-        kt_weights=given("kt_weights", base.kt_weights),
-        port=given("port", base.port),
-        bind=given("bind", base.bind),
-        image=given("image", base.image),
-        chat_template=given("chat_template", base.chat_template),
-        served_name=given("served_name", base.served_name),
-        api_key_file=_key_file(getattr(args, "api_key_file", None)) or base.api_key_file,
-        placement=given("placement", base.placement),
-        expert_stats=given("expert_stats", base.expert_stats),
-        record_routing=given("record_routing", base.record_routing),
-        chunked_prefill=given("chunked_prefill_size", base.chunked_prefill),
-        prefill_threshold=given("kt_gpu_prefill_token_threshold", base.prefill_threshold),
+        context=pick(given.context, base.context),
+        concurrency=pick(given.concurrency, base.concurrency),
+        gpus=parse_gpus(given.gpus) if given.gpus is not None else base.gpus,
+        method=pick(given.method, base.method),
+        gpu_experts=pick(given.gpu_experts, base.gpu_experts),
+        kv_dtype=pick(given.kv_dtype, base.kv_dtype),
+        layerwise_prefill=False if given.no_layerwise_prefill else base.layerwise_prefill,
+        weights=given.weights or base.weights,
+        kt_weights=pick(given.kt_weights, base.kt_weights),
+        port=pick(given.port, base.port),
+        bind=pick(given.bind, base.bind),
+        image=pick(given.image, base.image),
+        chat_template=pick(given.chat_template, base.chat_template),
+        served_name=pick(given.served_name, base.served_name),
+        api_key_file=_key_file(given.api_key_file) or base.api_key_file,
+        placement=pick(given.placement, base.placement),
+        expert_stats=pick(given.expert_stats, base.expert_stats),
+        record_routing=pick(given.record_routing, base.record_routing),
+        chunked_prefill=pick(given.chunked_prefill, base.chunked_prefill),
+        prefill_threshold=pick(given.prefill_threshold, base.prefill_threshold),
     )
 
 

@@ -14,7 +14,9 @@ from typing import TextIO
 
 
 @dataclass(frozen=True)
-class Step:
+class SweepStep:
+    """One point of a benchmark sweep: its kind, prompt length, concurrency and how often it repeats."""
+
     kind: str  # prefill | decode
     context: int  # prompt tokens of each request
     concurrency: int
@@ -23,8 +25,8 @@ class Step:
 
 
 class StepProgress:
-    def __init__(self, steps: list[Step] | int, out: TextIO = sys.stderr, width: int = 20) -> None:
-        self.steps = list(steps) if isinstance(steps, list) else [Step("decode", 0, 1, 1, 1)] * max(1, steps)
+    def __init__(self, steps: list[SweepStep] | int, out: TextIO = sys.stderr, width: int = 20) -> None:
+        self.steps = list(steps) if isinstance(steps, list) else [SweepStep("decode", 0, 1, 1, 1)] * max(1, steps)
         self.total, self.out, self.width = max(1, len(self.steps)), out, width
         self.done = 0
         self.started = time.monotonic()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ktwizard import httpcap
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.runtime import rules
+from ktwizard.runtime.version import SGLANG_KT
 from ktwizard.textsafe import shown
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def recorder_window(url: str, headers: dict[str, str], deadline_s: float = 10.0)
     if not info.get("expert_distribution_recorder_mode"):
         raise KtwizardError(
             f"{shown(url)} was started without the routing recorder; starting it would stop the server "
-            "(sglang-kt 0.7.2's no-op recorder raises in the scheduler). Relaunch with the recorder: "
+            f"({SGLANG_KT}'s no-op recorder raises in the scheduler). Relaunch with the recorder: "
             "`ktwizard launch ... --record-routing DIR`, then record"
         )
     size = info.get("expert_distribution_recorder_buffer_size")

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from ktwizard.bench.client import StreamResult, flush_cache, stream_chat
-from ktwizard.bench.progress import Step
+from ktwizard.bench.progress import SweepStep
 from ktwizard.bench.prompts import Prompts, Sizing
 from ktwizard.bench.report import BenchReport, DecodeRow, PrefillRow, from_cache
 
@@ -27,7 +27,7 @@ class Sweep:
     context_length: int | None = None  # the server's (/v1/models max_model_len): longer steps are skipped
 
 
-def plan_steps(sweep: Sweep) -> tuple[list[Step], list[str]]:
+def plan_steps(sweep: Sweep) -> tuple[list[SweepStep], list[str]]:
     """The steps the sweep will run, and a note for each one skipped because it does not fit the server's context."""
     limit = sweep.context_length
     steps, skipped = [], []
@@ -35,12 +35,12 @@ def plan_steps(sweep: Sweep) -> tuple[list[Step], list[str]]:
         if limit is not None and ctx + 1 > limit:
             skipped.append(f"prefill {ctx:,}")
         else:
-            steps.append(Step("prefill", ctx, 1, sweep.repeats, 1))
+            steps.append(SweepStep("prefill", ctx, 1, sweep.repeats, 1))
     for ctx in sweep.decode_contexts:
         if limit is not None and max(ctx, 16) + sweep.decode_tokens > limit:
             skipped.append(f"decode after {ctx:,}")
             continue
-        steps += [Step("decode", ctx, c, sweep.repeats, sweep.decode_tokens) for c in sweep.concurrency]
+        steps += [SweepStep("decode", ctx, c, sweep.repeats, sweep.decode_tokens) for c in sweep.concurrency]
     notes = [f"skipped, over the server's context length of {limit:,} tokens: {', '.join(skipped)}"] if skipped else []
     return steps, notes
 

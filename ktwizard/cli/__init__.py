@@ -9,6 +9,7 @@ from collections.abc import Callable
 from importlib import import_module
 
 from ktwizard.cli.guard import Parser, guard
+from ktwizard.runtime.version import SGLANG_KT
 
 # One module per command group; adding a subcommand is its module plus one name here.
 GROUPS = (
@@ -56,7 +57,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         metavar="FILE|NAME",
         help="open the wizard on a saved (probe --save) or hand-written host spec, or a bundled host",
     )
-    p.add_argument("--version", action="version", version=f"ktwizard {__version__} (plans for sglang-kt 0.7.2)")
+    p.add_argument("--version", action="version", version=f"ktwizard {__version__} (plans for {SGLANG_KT})")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     group = owner(command) if command else None
     for name in (group,) if group else GROUPS:

@@ -53,9 +53,10 @@ def _nodes(items: list[str] | None, classes: set[str]) -> dict[str, list[str]]:
 
 
 def make_fleet(args: argparse.Namespace):
+    from ktwizard.cli.options import goal_options
     from ktwizard.fleet.plan import fleet_plan
     from ktwizard.host.profile import HostProfile
-    from ktwizard.inputs import goals_from_args, resolve_host, resolve_model
+    from ktwizard.inputs import goals_from_options, resolve_host, resolve_model
 
     if getattr(args, "plan", None):
         from pathlib import Path
@@ -65,7 +66,7 @@ def make_fleet(args: argparse.Namespace):
 
         return FleetPlan.load(read_structured(Path(args.plan)), args.plan)
     model = resolve_model(args.preset, args.model)
-    goals = goals_from_args(args)
+    goals = goals_from_options(goal_options(args))
     refs = args.host or [None]
     if len(refs) > 64:
         raise BadInput(f"{len(refs)} --host options: a fleet plan takes at most 64")

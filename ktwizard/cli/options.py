@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ktwizard.errors import BadInput
 
 if TYPE_CHECKING:  # the parser is built for every command: the planner loads only for those that plan
     from ktwizard.host.profile import HostProfile
-    from ktwizard.inputs import ModelChoice
+    from ktwizard.inputs import GoalOptions, ModelChoice
     from ktwizard.planner.types import Plan
 
 T = TypeVar("T")
@@ -204,6 +204,38 @@ def add_plan_inputs(pr: argparse.ArgumentParser, many_hosts: bool = False) -> No
     pr.add_argument("--served-name", metavar="NAME", help="the model id clients send (default: the preset's)")
 
 
+def goal_options(args: argparse.Namespace) -> GoalOptions:
+    """The goal options of a parsed command line, typed: the one place argparse's Namespace becomes goals (plan,
+    launch and fleet share these options; a command without one of them reads it as not given)."""
+    from ktwizard.inputs import GoalOptions
+
+    def opt(name: str) -> Any:
+        return getattr(args, name, None)
+
+    return GoalOptions(
+        context=opt("context"),
+        concurrency=opt("concurrency"),
+        gpus=opt("gpus"),
+        method=opt("method"),
+        gpu_experts=opt("gpu_experts"),
+        kv_dtype=opt("kv_dtype"),
+        no_layerwise_prefill=bool(opt("no_layerwise_prefill")),
+        weights=opt("weights") or opt("model"),  # an inspected folder is the weights the server loads
+        kt_weights=opt("kt_weights"),
+        port=opt("port"),
+        bind=opt("bind"),
+        image=opt("image"),
+        chat_template=opt("chat_template"),
+        served_name=opt("served_name"),
+        api_key_file=opt("api_key_file"),
+        placement=opt("placement"),
+        expert_stats=opt("expert_stats"),
+        record_routing=opt("record_routing"),
+        chunked_prefill=opt("chunked_prefill_size"),
+        prefill_threshold=opt("kt_gpu_prefill_token_threshold"),
+    )
+
+
 def make_plan(args: argparse.Namespace, all_gpus: bool = False) -> Plan:
     """all_gpus: plan for every GPU of the host whatever --gpus says.
 
@@ -217,7 +249,7 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     from dataclasses import replace
 
     from ktwizard.app.planning import make_plan
-    from ktwizard.inputs import goals_from_args, resolve_host, resolve_model, routing_counts
+    from ktwizard.inputs import goals_from_options, resolve_host, resolve_model, routing_counts
 
     profile = None
     if args.profile:
@@ -229,6 +261,6 @@ def planned(args: argparse.Namespace, all_gpus: bool = False) -> tuple[HostProfi
     else:
         model = resolve_model(args.preset, args.model)
     host = profile.host if profile is not None and not args.host else resolve_host(args.host, args.weights)
-    goals = goals_from_args(args, profile.goals if profile is not None else None)
+    goals = goals_from_options(goal_options(args), profile.goals if profile is not None else None)
     goals = replace(goals, gpus=None) if all_gpus else goals
     return host, model, make_plan(host, model, goals, routing_counts(goals, model.spec))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktwizard.errors import KtwizardError
+from ktwizard.runtime.version import KT_KERNEL
 
 MARKER = ".ktwizard-converted.json"
 LAYER = re.compile(r"^Processing layer (\d+) \((\d+)/(\d+)\)")  # cc:428
@@ -40,7 +41,7 @@ def converter(env: dict[str, str] | None = None) -> tuple[str, str]:
     py = env.get("KTWIZARD_KT_PYTHON")
     if not py or not Path(py).is_file():
         raise KtwizardError(
-            "the converter needs a Python with kt-kernel 0.7.2 and torch: set KTWIZARD_KT_PYTHON (.ci/run installs "
+            f"the converter needs a Python with {KT_KERNEL} and torch: set KTWIZARD_KT_PYTHON (.ci/run installs "
             "one in /opt/ktwizard-kt)"
         )
     script = env.get("KTWIZARD_KT_CONVERTER") or str(

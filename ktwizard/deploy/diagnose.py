@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ktwizard.deploy.phases import StartupTracker
+from ktwizard.runtime.version import SGLANG_KT, TORCH_VERSION
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,8 @@ def diagnose(
         have = f" (cuDNN {found.group(2)} with torch {found.group(1)})" if found else ""
         return Diagnosis(
             "cudnn",
-            f"sglang-kt 0.7.2 refused to start this multimodal model on torch 2.9.1 with a cuDNN older than 9.15{have} "
-            "(torch's nn.Conv3d bug; server_args.py:6265-6316)",
+            f"{SGLANG_KT} refused to start this multimodal model on torch {TORCH_VERSION} with a cuDNN older than "
+            f"9.15{have} (torch's nn.Conv3d bug; server_args.py:6265-6316)",
             f"install nvidia-cudnn-cu12=={multimodal.FIX_CUDNN} where the server runs: `ktwizard image build` images "
             "carry it; for --native, pip install it into that Python",
         )
@@ -83,7 +84,7 @@ def diagnose(
         return Diagnosis(
             "bad_flag",
             f"the server rejected its arguments: {arg.group(1)}",
-            "the image's SGLang is not the sglang-kt 0.7.2 the plan targets, or the plan was edited: re-plan, or use "
+            f"the image's SGLang is not the {SGLANG_KT} the plan targets, or the plan was edited: re-plan, or use "
             "the matching image",
         )
     missing = _first(

@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from ktwizard.runtime.version import SGLANG_KT
+
 RELATIVE = "srt/layers/moe/kt_ep_wrapper.py"  # inside the sglang package
 _STOCK = re.compile(r"torch\.nn\.Parameter\(\s*torch\.empty\(_shape, dtype=_dtype, device=_device\)\)")
 _FIXED = re.compile(
@@ -43,7 +45,7 @@ def patch(source: str) -> str:
     if now == "unknown":
         raise ValueError(
             "the RAWINT4 requires_grad patch no longer applies: _restore_raw_attrs in kt_ep_wrapper.py "
-            "does not look like sglang-kt 0.7.2's; check the pinned KTransformers commit"
+            f"does not look like {SGLANG_KT}'s; check the pinned KTransformers commit"
         )
     fixed, n = _STOCK.subn(_FIXED_TEXT, source)
     if n != 1 or state(fixed) != "patched":

@@ -71,7 +71,7 @@ class Batch:
 @dataclass(frozen=True)
 class StepParts:
     """One attention step's live set from the family's runtime code: each tensor alive at the peak, with its bytes
-    on one rank, and the source lines that allocate them (planner/memory/steps.py turns it into a ledger Step)."""
+    on one rank, and the source lines that allocate them (planner/memory/steps.py turns it into a StepLiveSet)."""
 
     path: str
     parts: tuple[tuple[str, int], ...]
@@ -111,6 +111,9 @@ class Family:
     # MiniMax-M3's (sparse layers, layers with an index value branch)
     sparse_layers: Callable[[ConfigReader, int], tuple[tuple[int, ...], tuple[int, ...]]] | None = None
     source: str = ""  # the runtime's model file(s)
+    # the architectures whose model class defines get_model_config_for_expert_location, which the routing recorder
+    # needs at start-up (eplb/expert_location.py:520-530; grep of sglang/srt/models/*.py, each file's EntryClass)
+    expert_location: tuple[str, ...] = ()
 
     # --- KV and state -------------------------------------------------------------------------------------------
     def kv_pool(self, spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int, concurrency: int) -> Pool:
@@ -153,6 +156,14 @@ class Family:
         if dsa is None and backend_hint:
             return [("--attention-backend", backend_hint, "the backend the KT docs use for this model family")]
         return []
+
+    def served_name_why(self, spec: ModelSpec) -> str:
+        """What the --served-model-name reason adds for this family (clients that key on the name), or ""."""
+        return ""
+
+    def layer_placement(self, spec: ModelSpec) -> bool:
+        """The plan carries KTransformers' layer-wise placement alternative (planner/memory/layers.py)."""
+        return False
 
     def refused_flags(self) -> frozenset[str]:
         """Flags the runtime refuses for this family: never rendered."""

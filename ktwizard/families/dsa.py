@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.version import SGLANG_KT
 
 # --- DeepSeek sparse attention (DSA / NSA): DeepSeek-V3.2, GLM-5 DSA -----------------------------------------------
 # The model passes `topk_indices` to its attention backend (models/deepseek_v2.py), which only the `nsa` backend
@@ -44,10 +45,10 @@ def dsa_kv(min_cc_major: int, asked: str) -> DsaKv:
         return DsaKv("bfloat16", "BF16 KV cache as asked")
     if min_cc_major >= 10:
         return DsaKv(
-            "fp8_e4m3", "what sglang-kt 0.7.2 chooses for DeepSeek sparse attention on SM >= 10 (server_args.py:1740)"
+            "fp8_e4m3", f"what {SGLANG_KT} chooses for DeepSeek sparse attention on SM >= 10 (server_args.py:1740)"
         )
     return DsaKv(
-        "bfloat16", "what sglang-kt 0.7.2 chooses for DeepSeek sparse attention below SM 10 (server_args.py:1740)"
+        "bfloat16", f"what {SGLANG_KT} chooses for DeepSeek sparse attention below SM 10 (server_args.py:1740)"
     )
 
 

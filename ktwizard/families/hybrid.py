@@ -18,7 +18,7 @@ def full_attention_at(text: dict[str, Any], layers: int, where: str) -> tuple[in
 
 GDN_SOURCE = (
     "srt/models/qwen3_5.py:463-488 (in_proj_qkv/z/b/a); layers/attention/linear/gdn_backend.py:244-330 (conv); "
-    "layers/attention/fla/chunk.py:37-68, cumsum.py:179, chunk_scaled_dot_kkt.py:128, solve_tril.py:441, "
+    "layers/attention/fla/chunk.py:37-68, cumsum.py:179, solve_tril.py:441 (the fp32 kkT freed by then), "
     "wy_fast.py:129-130, chunk_delta_h.py:305-307"
 )
 
@@ -26,9 +26,11 @@ GDN_SOURCE = (
 def gdn_step(spec: ModelSpec, tp: int, batch: Batch) -> StepParts:
     """A gated-delta-net layer on one rank: the q/k/v, z, b and a projections and the conv output beside them, and
     for an extend chunk_gated_delta_rule_fwd's tensors alive when chunk_fwd_o writes its output (fla/chunk.py:37-68:
-    the function holds every one until it returns): the fp32 gate cumsum (one per value head), the fp32 kkT scores and
-    their bf16 inverse (64 per token and head), w and u, one bf16 state per 64-token chunk and value head (H from v:
-    grouped value heads), v_new and the output. Decode runs the fused recurrent kernel on the state pool."""
+    the function holds every one until it returns): the fp32 gate cumsum (one per value head), the bf16 inverse of kkT
+    (64 per token and head; the fp32 kkT is freed when solve_tril returns, `A = solve_tril(A=A)` at :42, before w and u
+    exist: solve_tril's own moment, fp32 kkT + its 16-wide fp32 blocks + the inverse, solve_tril.py:418-441, is the
+    smaller), w and u, one bf16 state per 64-token chunk and value head (H from v: grouped value heads), v_new and
+    the output. Decode runs the fused recurrent kernel on the state pool."""
     a, H, M = spec.attention, spec.hidden, batch.tokens
     hv, dk, dv = heads(a.linear_value_heads, tp), a.linear_key_head_dim, a.linear_value_head_dim
     qkv = -(-(2 * a.linear_key_heads * dk + a.linear_value_heads * dv) // tp)
@@ -42,7 +44,7 @@ def gdn_step(spec: ModelSpec, tp: int, batch: Batch) -> StepParts:
     if batch.extend:
         parts += [
             ("gate cumsum (fp32)", M * hv * 4),
-            ("kkT scores (fp32) and their inverse (bf16)", M * hv * 64 * (4 + 2)),
+            ("kkT inverse (bf16)", M * hv * 64 * 2),
             ("w and u", M * hv * (dk + dv) * 2),
             ("chunk states", -(-M // 64) * hv * dk * dv * 2),
             ("v_new", M * vd * 2),

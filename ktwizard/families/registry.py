@@ -22,6 +22,7 @@ from ktwizard.families import (
 )
 from ktwizard.families.base import Family
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.version import SGLANG_KT
 
 FAMILIES: tuple[Family, ...] = (
     deepseek.FAMILY,
@@ -56,7 +57,7 @@ def family_for(architecture: str, where: str) -> Family:
     family = BY_ARCHITECTURE.get(architecture)
     if family is None and architecture in NOT_SIZED:
         raise BadInput(
-            f"{where}: {architecture} runs on sglang-kt 0.7.2, but ktwizard cannot size its memory yet "
+            f"{where}: {architecture} runs on {SGLANG_KT}, but ktwizard cannot size its memory yet "
             f"({NOT_SIZED[architecture]}); see docs/models.md"
         )
     if family is None:

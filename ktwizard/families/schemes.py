@@ -9,6 +9,7 @@ from math import ceil
 from ktwizard.families import dsa
 from ktwizard.families.base import FlagRow, Pool
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.version import SGLANG_KT, SGLANG_KT_VERSION
 
 
 def dsa_pool(spec: ModelSpec, tokens: int, dtype_bytes: int) -> Pool:
@@ -68,11 +69,11 @@ def dsa_flags(kv: dsa.DsaKv, prefill: str, decode: str, kernel_src: str) -> list
         (
             "--attention-backend",
             "nsa",
-            "DeepSeek sparse attention: only the nsa backend takes the indexer's top-k; sglang-kt 0.7.2 picks it "
+            f"DeepSeek sparse attention: only the nsa backend takes the indexer's top-k; {SGLANG_KT} picks it "
             "by itself for DeepseekV3ForCausalLM but not for this checkpoint's architecture (server_args.py:1855)",
         ),
-        ("--nsa-prefill-backend", prefill, f"the NSA prefill kernel 0.7.2 uses here ({kernel_src})"),
-        ("--nsa-decode-backend", decode, f"the NSA decode kernel 0.7.2 uses here ({kernel_src})"),
+        ("--nsa-prefill-backend", prefill, f"the NSA prefill kernel {SGLANG_KT_VERSION} uses here ({kernel_src})"),
+        ("--nsa-decode-backend", decode, f"the NSA decode kernel {SGLANG_KT_VERSION} uses here ({kernel_src})"),
         ("--kv-cache-dtype", kv.dtype, kv.why + "; the KV pool is budgeted in it"),
         (
             "--page-size",

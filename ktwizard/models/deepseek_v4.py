@@ -20,6 +20,7 @@ from ktwizard.models.arch import Arch, ConfigReader
 from ktwizard.models.formats import WeightFormat
 from ktwizard.models.spec import Attention
 from ktwizard.models.tensors import Tensor, experts, hyper_connections, linear, mlp, plain
+from ktwizard.runtime.version import KT_KERNEL
 
 ARCHITECTURE = "DeepseekV4ForCausalLM"
 RATIOS = (0, 4, 128)  # models/deepseek_v4.py:502 asserts these
@@ -38,7 +39,7 @@ def formats(cfg: dict) -> tuple[WeightFormat, WeightFormat]:
         # kt_kernel/utils/loader.py:1316-1335): refused rather than sized as BF16
         raise BadInput(
             "this DeepSeek-V4 checkpoint declares FP4 experts without a quantization_config (NVIDIA's ModelOpt NVFP4 "
-            "release?): kt-kernel 0.7.2's NVFP4 loader reads mlp.experts.*.gate_proj names, not V4's ffn.experts.*.w1 "
+            f"release?): {KT_KERNEL}'s NVFP4 loader reads mlp.experts.*.gate_proj names, not V4's ffn.experts.*.w1 "
             "(kt_kernel/utils/loader.py:1316-1335); use deepseek-ai's own checkpoint with --method MXFP4"
         )
     if not q:

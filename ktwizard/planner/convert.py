@@ -28,6 +28,12 @@ from ktwizard.units import human
 INPUT_TYPE = {"fp8_block": "fp8", "fp8_channel": "fp8", "bf16": "bf16"}
 CONVERTED = ("AMXINT4", "AMXINT8")
 CONVERTER_ISA = ("avx512f", "avx512bw")  # kt_kernel/utils/amx.py:329-339: the AMXINT4/INT8 classes are compiled in
+# kt-kernel 0.7.2: an AMX method reads --kt-weight-path alone, never the checkpoint's experts (experts.py:347-348 picks
+# AMXMoEWrapper; utils/amx.py:361-368 merged safetensors when the folder has any, blk.N keys at :457-458 in the layout
+# of utils/loader.py:215-245, else the per-layer .kt files at :557-560); its converter takes BF16, FP16 or FP8 experts
+# (cli/commands/quant.py:54-59, :240-242)
+AMX_LOADER = "kt_kernel/utils/amx.py:361-368, :457-458, :557-560"
+CONVERTER_INPUT = "kt_kernel/cli/commands/quant.py:54-59"
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,10 @@ def refusal(spec: ModelSpec, method: str, flags: tuple[str, ...]) -> str | None:
     if method not in CONVERTED:
         return f"{method} reads the checkpoint's own weights: there is nothing to convert"
     if INPUT_TYPE.get(spec.expert_format.kind) is None:
-        return f"the converter reads BF16 or FP8 experts; this checkpoint stores {spec.expert_format.describe()}"
+        return (
+            f"the converter reads BF16, FP16 or FP8 experts ({CONVERTER_INPUT}); this checkpoint stores "
+            f"{spec.expert_format.describe()}: convert the model's BF16 or FP8 release, or serve this one natively"
+        )
     missing = [f for f in CONVERTER_ISA if f not in flags]
     if missing:
         return (
@@ -73,11 +82,7 @@ def conversion(spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: Thr
     output = goals.kt_weights or f"{source}-{choice.method}"
     input_type = INPUT_TYPE.get(spec.expert_format.kind)
     if input_type is None:
-        return Notice(
-            "error",
-            f"{choice.method} converts BF16 or FP8 experts; this checkpoint stores {spec.expert_format.describe()}",
-            "use the checkpoint's native method",
-        )
+        return _preconverted(spec, choice.method, goals.kt_weights)
     need = needs(spec, choice.method)
     argv = [
         "python",
@@ -103,4 +108,26 @@ def conversion(spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: Thr
         "980-983, 1079, 453-464); `ktwizard convert` runs it and checks both first; then plan with --kt-weights "
         f"{shlex.quote(output)}"
         + ("; FP8 to INT may cost accuracy (kt-kernel scripts README)" if input_type == "fp8" else ""),
+    )
+
+
+def _preconverted(spec: ModelSpec, method: str, kt_weights: str | None) -> Notice:
+    """A converted method on a checkpoint the converter cannot read (INT4 and other packed formats): valid, since the
+    AMX loader reads only --kt-weight-path, with weights converted from another release of the model."""
+    stored = spec.expert_format.describe()
+    if kt_weights:
+        return Notice(
+            "info",
+            f"{method} reads its CPU experts from the converted weights at {shlex.quote(kt_weights)}, not from this "
+            f"checkpoint's {stored} experts: kt-kernel loads AMX weights from --kt-weight-path alone ({AMX_LOADER})",
+            "the folder must hold this model's experts converted for "
+            f"{method} (blk.N.ffn_*_exps safetensors or per-layer .kt files, kt_kernel/utils/loader.py:215-245)",
+        )
+    return Notice(
+        "warn",
+        f"{method} is valid with CPU weights converted ahead of time, which kt-kernel reads from --kt-weight-path "
+        f"alone ({AMX_LOADER}); its converter cannot make them from this checkpoint's {stored} experts (it takes "
+        f"BF16, FP16 or FP8: {CONVERTER_INPUT})",
+        f"pass --kt-weights DIR with {method} weights converted from the model's BF16 or FP8 release (or published "
+        "pre-converted ones), or use the checkpoint's native method",
     )

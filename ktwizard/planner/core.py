@@ -15,12 +15,14 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner.calibration import Calibration, factor_for, host_key, key_of
 from ktwizard.planner.convert import conversion
-from ktwizard.planner.flags import SERVED_NAME, build_env, build_flags
+from ktwizard.planner.flags import build_env, build_flags
+from ktwizard.planner.goal_checks import gpus_for, validate
 from ktwizard.planner.memory import host_budget
+from ktwizard.planner.memory.budget import HostBudget
 from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.methods import LAYERWISE, LAYERWISE_GAPS, MethodChoice, choose_method, layerwise_supported
 from ktwizard.planner.threads import ThreadPlan, plan_threads
-from ktwizard.planner.types import PLACEMENTS, Goals, GpuBudget, ModelRef, Plan
+from ktwizard.planner.types import Flag, Goals, GpuBudget, ModelRef, Plan
 from ktwizard.planner.weights import download
 from ktwizard.runtime import kernel_table, kernels, rules
 from ktwizard.runtime.catalog import check_flags
@@ -28,89 +30,6 @@ from ktwizard.units import human
 
 AUTO_CONTEXT_CAP = 131072
 MIN_CONTEXT = 4096
-
-
-def _validate(goals: Goals, spec: ModelSpec) -> None:
-    if goals.concurrency < 1 or goals.concurrency > 4096:
-        raise BadInput(f"--concurrency {goals.concurrency}: give 1 to 4096 concurrent requests")
-    if goals.context is not None:
-        if goals.context < 1:
-            raise BadInput(f"--context {goals.context}: the context length must be at least 1 token")
-        if spec.max_context and goals.context > spec.max_context:
-            raise BadInput(
-                f"--context {goals.context}: {spec.name or spec.id} supports at most {spec.max_context} tokens"
-            )
-    if goals.gpu_experts is not None and not 0 <= goals.gpu_experts <= spec.routed_experts:
-        raise BadInput(
-            f"--gpu-experts {goals.gpu_experts}: a MoE layer has {spec.routed_experts} routed experts; give 0 to "
-            f"{spec.routed_experts}"
-        )
-    if goals.record_routing and (problem := rules.recorder_problem(spec)):
-        raise BadInput(f"--record-routing: {problem}")
-    if goals.kv_dtype not in ("auto", "bf16", "fp8_e4m3"):
-        raise BadInput(f"--kv-dtype {goals.kv_dtype}: use auto, bf16 or fp8_e4m3")
-    if not 1 <= goals.port <= 65535:
-        raise BadInput(f"--port {goals.port}: not a TCP port")
-    # goals from a profile or a plan file never passed the command line's choices: the planner checks them itself
-    if goals.placement not in PLACEMENTS:
-        raise BadInput(f"--placement {goals.placement!r}: use {' or '.join(PLACEMENTS)}")
-    if goals.chunked_prefill is not None and not 512 <= goals.chunked_prefill <= 1 << 20:
-        raise BadInput(f"--chunked-prefill-size {goals.chunked_prefill}: give 512 to {1 << 20} tokens")
-    if goals.served_name is not None and not SERVED_NAME.fullmatch(goals.served_name):
-        raise BadInput(
-            f"--served-name {goals.served_name!r}: use up to 128 letters, digits and . _ : / @ + -, starting with a "
-            "letter or digit"
-        )
-
-
-def _gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[tuple[GPU, ...], Notice | None]:
-    """The GPUs the plan uses, and why fewer than offered when the checkpoint cannot be split over all of them."""
-    chosen = _offered_gpus(host, goals, spec)
-    problem = rules.shard_problem(spec, len(chosen))
-    if problem is None:
-        return chosen, None
-    valid = rules.loadable_tps(spec, len(chosen))
-    instead = rules.shard_instead(spec)
-    if goals.gpus is not None or not valid:
-        near = ", ".join(str(t) for t in valid) or "none"
-        raise BadInput(f"--gpus: {problem}. GPU counts this checkpoint can use: {near} (or {instead})")
-    tp = valid[-1]
-    return chosen[:tp], Notice(
-        "warn",
-        f"Planned on {tp} of {len(chosen)} GPUs: {problem}",
-        f"GPUs {', '.join(str(g.index) for g in chosen[tp:])} stay idle; {instead} splits over all of them",
-    )
-
-
-def _offered_gpus(host: HostProfile, goals: Goals, spec: ModelSpec) -> tuple[GPU, ...]:
-    by_index = {g.index: g for g in host.gpus.devices}
-    if goals.gpus is None:
-        chosen = host.visible_gpus
-        if not chosen:
-            raise BadInput(
-                f"no GPU to plan for ({host.gpus.reason or 'none found'}); SGLang-KT keeps attention on a GPU. "
-                "Plan for another machine with --host (a saved profile, a bundled name or a hand-written spec)"
-            )
-    else:
-        if not goals.gpus:
-            raise BadInput("--gpus: name at least one GPU; SGLang-KT keeps attention on a GPU")
-        if len(set(goals.gpus)) != len(goals.gpus):
-            raise BadInput(f"--gpus {','.join(map(str, goals.gpus))}: a GPU is named twice; TP needs distinct GPUs")
-        missing = [i for i in goals.gpus if i not in by_index]
-        if missing:
-            have = ", ".join(map(str, sorted(by_index))) or "none"
-            raise BadInput(f"--gpus: GPU {missing[0]} does not exist on this host (GPUs: {have})")
-        chosen = tuple(by_index[i] for i in goals.gpus)
-    tp = len(chosen)
-    heads = spec.attention.heads
-    if heads % tp:
-        raise BadInput(
-            f"--gpus: {tp} GPUs do not divide the model's {heads} attention heads; use a divisor of {heads} (1, 2, "
-            "4, 8)"
-        )
-    if spec.attention.kind == "gqa" and spec.attention.kv_heads % tp and tp % spec.attention.kv_heads:
-        raise BadInput(f"--gpus: {tp} GPUs and {spec.attention.kv_heads} KV heads cannot be split evenly")
-    return chosen
 
 
 def _layerwise(spec: ModelSpec, choice: MethodChoice, goals: Goals) -> tuple[bool, Notice | None]:
@@ -180,79 +99,34 @@ def plan(
     """The plan. `trial=True` is the fit search asking only whether goals fit: no forecast, layer-wise placement or
     nested search is made for it. `advise=False` leaves out what trial plans of other goals would say (big wins, the
     changes that would fit): the same plan, made in a fraction of the time, for a what-if field as it is typed."""
-    _validate(goals, spec)
-    gpus, tp_note = _gpus(host, goals, spec)
+    validate(goals, spec)
+    gpus, tp_note = gpus_for(host, goals, spec)
     hints = hints or SglangHints()
     choice: MethodChoice = choose_method(spec, host.cpu.flags, goals.method)
     sizing, notes = _auto(spec, goals, gpus, choice, hints.attention_backend)
     if tp_note:
         notes.insert(0, tp_note)
-    tp = len(gpus)
     fit = sizing.fit()
-    fits = fit.experts >= 0
     gpu_experts = goals.gpu_experts if goals.gpu_experts is not None else max(0, fit.experts)
     budgets = tuple(sizing.budget(g, rank, gpu_experts) for rank, g in enumerate(gpus))
-    overflows = [
-        f"GPU {b.gpu} ({b.name}) is over at the {b.binding} phase by {human(b.margin - b.free)}: "
-        f"{human(b.used)} needed of {human(b.total)}, {human(b.margin)} kept free"
-        for b in budgets
-        if not b.fits
-    ]
-    if problem := rules.loader_problem(spec, choice.method):
-        overflows.insert(0, problem)  # the plan cannot run whatever the memory says: no speed, exit 3
-    if problem := rules.startup_problem(spec):
-        overflows.insert(0, problem)  # the runtime stops before loading anything
-    capabilities = tuple(g.compute_capability for g in gpus)
-    if problem := kernels.gpu_problem(spec, capabilities):
-        overflows.insert(0, problem)  # the runtime refuses the checkpoint's format on this GPU at load
-    family = family_of(spec)
-    for problem in family.start_problems(spec, choice.method, capabilities, goals.kv_dtype or "auto"):
-        overflows.insert(0, problem)  # the family's start-up rules (GLM-5-Next: native FP8 and --kt-method FP8 only)
-    if problem := family.gpu_problem(spec, capabilities):
-        overflows.insert(0, problem)  # GLM-5-Next: SM86, SM89 and Blackwell only
     mfs = sizing.mem_fraction_static(gpu_experts)
     threads = plan_threads(host)
     host_budgets = host_budget.host_budgets(
-        host, spec, choice.method, threads, tp, sizing.chunk, sizing.layerwise, gpu_experts
+        host, spec, choice.method, threads, len(gpus), sizing.chunk, sizing.layerwise, gpu_experts
     )
-    for hb in host_budgets:
-        if not hb.fits:
-            where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
-            # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
-            loading = hb.item("loader peak (one layer)")
-            when = (
-                " only while loading (the OOM killer would end the server mid-load: kt-kernel holds one layer's "
-                "loader tensors and staging on top of the loaded layers)"
-            )
-            overflows.append(
-                f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
-                f"needed of {human(hb.capacity)} usable"
-            )
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
-    rendered = {f.name: f.value for f in flags}
-    if not (kernels.gpu_problem(spec, capabilities) or family.gpu_problem(spec, capabilities)) and (
-        problem := kernel_table.arch_problem(spec, rendered, capabilities)
-    ):
-        overflows.insert(0, problem)  # it would load and die at the first forward: a kernel this GPU lacks (#49)
+    overflows = _overflows(spec, choice.method, gpus, goals.kv_dtype or "auto", flags, budgets, host_budgets)
     notes += why_notes + _notes(goals, choice, sizing, budgets, gpus, threads)
     fetch = download(spec, _model_path(goals, spec), host.disk)
     if fetch is not None:
         notes.insert(0, fetch)
-    ref = ModelRef(
-        id=spec.id,
-        name=spec.name or spec.id,
-        source=spec.source,
-        exact=spec.exact,
-        architecture=spec.architecture,
-        routed_experts=spec.routed_experts,
-    )
     result = Plan(
-        model=ref,
+        model=_model_ref(spec),
         host=host.hostname or host.source,
         goals=goals,
         method=choice.method,
-        tp=tp,
+        tp=len(gpus),
         gpus=tuple(g.index for g in gpus),
         gpu_experts=gpu_experts,
         max_total_tokens=sizing.pool.max_total_tokens,
@@ -261,7 +135,7 @@ def plan(
         env=build_env(gpus, threads, choice, goals.record_routing, spec),
         gpu_budgets=budgets,
         host_budgets=host_budgets,
-        fits=fits and not overflows,
+        fits=fit.experts >= 0 and not overflows,
         overflows=tuple(overflows),
         notices=tuple(notes),
         image=goals.image or local_image(host, choice.cpu_variant),
@@ -273,49 +147,126 @@ def plan(
     if trial:
         return result
     if result.fits:  # a plan that does not fit runs at no speed: it gets no forecast
-        from ktwizard.planner.forecast.from_plan import setup_from_plan
-        from ktwizard.planner.forecast.model import forecast
-
-        hit = None
-        if routing is not None:  # the GPU's share of routed calls under the plan's placement, from the recording
-            from ktwizard.planner.placement import placement_report
-
-            report = placement_report(routing, spec, gpu_experts, goals.expert_stats or "routing file")
-            hit = report.frequency if goals.placement == "frequency" else report.uniform
-        setup = setup_from_plan(host, spec, result, hit)  # what is rendered: chunk, threshold, threads, pools
-        cal = factor_for(key_of(result), calibrations)  # only a bench of exactly this key corrects the forecast
-        fc = forecast(setup, sizing.context, goals.concurrency, cal.decode if cal else 1.0, cal.line if cal else "")
-        result = replace(result, forecast=fc)
-        if not fc.gpu_known:  # never a silent assumption: the plan says what it took for a card it does not know
-            fix = (
-                "probe the host itself (NVML's memory bus width and clock give the bandwidth), or state "
-                "memory_bus_width and memory_clock_mhz for the card in the host spec"
-            )
-            result = replace(result, notices=(*result.notices, Notice("warn", fc.gpu_note, fix)))
-    if spec.architecture == "DeepseekV2ForCausalLM":
+        result = _with_forecast(result, host, spec, sizing.context, calibrations, routing)
+    if family_of(spec).layer_placement(spec):
         from ktwizard.planner.memory.layers import place_layers
 
         result = replace(result, layers=place_layers(host, spec, result.gpus, sizing.context, goals.concurrency))
-    if not advise:
-        return result
+    return _advised(result, host, spec, hints, recipe) if advise else result
+
+
+def _overflows(
+    spec: ModelSpec,
+    method: str,
+    gpus: tuple[GPU, ...],
+    kv_dtype: str,
+    flags: tuple[Flag, ...],
+    budgets: tuple[GpuBudget, ...],
+    host_budgets: tuple[HostBudget, ...],
+) -> list[str]:
+    """Why the plan cannot run, the gravest first: what the runtime refuses before loading, at load or at the first
+    forward, then each GPU and host memory region that is over (a plan with any exits 3, with no speed)."""
+    capabilities = tuple(g.compute_capability for g in gpus)
+    family = family_of(spec)
+    refusals: list[str | None] = [
+        family.gpu_problem(spec, capabilities),  # the family's own GPU list (GLM-5-Next)
+        *reversed(family.start_problems(spec, method, capabilities, kv_dtype)),  # its start-up rules
+        kernels.gpu_problem(spec, capabilities),  # the checkpoint's format on this GPU, refused at load
+        rules.startup_problem(spec),  # the runtime stops before loading anything
+        rules.loader_problem(spec, method),  # the plan cannot run whatever the memory says
+    ]
+    if not refusals[0] and not refusals[-3]:  # else it never reaches a kernel
+        rendered = {f.name: f.value for f in flags}
+        refusals.insert(0, kernel_table.arch_problem(spec, rendered, capabilities))  # dies at the first forward (#49)
+    memory = [
+        f"GPU {b.gpu} ({b.name}) is over at the {b.binding} phase by {human(b.margin - b.free)}: "
+        f"{human(b.used)} needed of {human(b.total)}, {human(b.margin)} kept free"
+        for b in budgets
+        if not b.fits
+    ]
+    return [p for p in refusals if p] + memory + _host_overflows(host_budgets)
+
+
+def _host_overflows(host_budgets: tuple[HostBudget, ...]) -> list[str]:
+    out = []
+    for hb in host_budgets:
+        if not hb.fits:
+            where = "host RAM" if hb.node < 0 else f"NUMA node {hb.node}"
+            # fits once loaded, not while loading: the kernel's OOM killer ends the server on the last layers
+            loading = hb.item("loader peak (one layer)")
+            when = (
+                " only while loading (the OOM killer would end the server mid-load: kt-kernel holds one layer's "
+                "loader tensors and staging on top of the loaded layers)"
+            )
+            out.append(
+                f"{where} is over by {human(-hb.free)}{when if hb.free + loading >= 0 else ''}: {human(hb.used)} "
+                f"needed of {human(hb.capacity)} usable"
+            )
+    return out
+
+
+def _model_ref(spec: ModelSpec) -> ModelRef:
+    return ModelRef(
+        id=spec.id,
+        name=spec.name or spec.id,
+        source=spec.source,
+        exact=spec.exact,
+        architecture=spec.architecture,
+        routed_experts=spec.routed_experts,
+    )
+
+
+def _with_forecast(
+    result: Plan,
+    host: HostProfile,
+    spec: ModelSpec,
+    context: int,
+    calibrations: tuple[Calibration, ...],
+    routing: RoutingCounts | None,
+) -> Plan:
+    """The plan with its decode and prefill forecast, corrected only by a bench of exactly its key."""
+    from ktwizard.planner.forecast.from_plan import setup_from_plan
+    from ktwizard.planner.forecast.model import forecast
+
+    goals = result.goals
+    hit = None
+    if routing is not None:  # the GPU's share of routed calls under the plan's placement, from the recording
+        from ktwizard.planner.placement import placement_report
+
+        report = placement_report(routing, spec, result.gpu_experts, goals.expert_stats or "routing file")
+        hit = report.frequency if goals.placement == "frequency" else report.uniform
+    setup = setup_from_plan(host, spec, result, hit)  # what is rendered: chunk, threshold, threads, pools
+    cal = factor_for(key_of(result), calibrations)
+    fc = forecast(setup, context, goals.concurrency, cal.decode if cal else 1.0, cal.line if cal else "")
+    result = replace(result, forecast=fc)
+    if not fc.gpu_known:  # never a silent assumption: the plan says what it took for a card it does not know
+        fix = (
+            "probe the host itself (NVML's memory bus width and clock give the bandwidth), or state "
+            "memory_bus_width and memory_clock_mhz for the card in the host spec"
+        )
+        result = replace(result, notices=(*result.notices, Notice("warn", fc.gpu_note, fix)))
+    return result
+
+
+def _advised(result: Plan, host: HostProfile, spec: ModelSpec, hints: SglangHints, recipe: Recipe | None) -> Plan:
+    """The plan with what trial plans of other goals say: the changes that would fit, or the big wins."""
     from ktwizard.planner import wins
 
+    goals = result.goals
     replan = lambda g: plan(host, spec, g, hints, recipe, trial=True)  # noqa: E731
     if not result.fits:
         from ktwizard.planner.fit import suggest
 
         trial_of = lambda h, sp, g, hi: plan(h, sp, g, hi, trial=True)  # noqa: E731
         hints_now = wins.fitting_alternatives(host, spec, goals, trial_of)
-        result = replace(result, suggestions=tuple(suggest(host, spec, goals, replan)), notices=(*result.notices,
-                         *hints_now))  # fmt: skip
-    else:
-        found = (
-            wins.method_wins(host, spec, result, replan)
-            + wins.context_wins(host, spec, result, replan)
-            + wins.chunk_wins(host, spec, result, replan)
-        )
-        result = replace(result, notices=(*result.notices, *found))
-    return result
+        suggestions = tuple(suggest(host, spec, goals, replan))
+        return replace(result, suggestions=suggestions, notices=(*result.notices, *hints_now))
+    found = (
+        wins.method_wins(host, spec, result, replan)
+        + wins.context_wins(host, spec, result, replan)
+        + wins.chunk_wins(host, spec, result, replan)
+    )
+    return replace(result, notices=(*result.notices, *found))
 
 
 def _notes(

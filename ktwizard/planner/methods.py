@@ -11,6 +11,7 @@ from ktwizard.errors import BadInput
 from ktwizard.families.registry import of as family_of
 from ktwizard.host.isa import kt_variant
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.version import SGLANG_KT
 
 NATIVE = {
     "int4_group": "RAWINT4",
@@ -31,13 +32,13 @@ LAYERWISE = ("RAWINT4", "FP8", "FP8_PERCHANNEL", "BF16", "MXFP4", "MXFP8")  # wr
 # MXFP8 layouts (layers/moe/kt_ep_wrapper.py:817-894, 2721-2752). The first prompt over the threshold would fail.
 LAYERWISE_GAPS = {
     "GPTQ_INT4": (
-        "sglang-kt 0.7.2 cannot build the full-GPU layer for GPTQ: the GPTQ-Marlin layer (w13_qweight/w13_scales, "
+        f"{SGLANG_KT} cannot build the full-GPU layer for GPTQ: the GPTQ-Marlin layer (w13_qweight/w13_scales, "
         "layers/quantization/gptq.py:1040-1150) matches none of the layouts the layerwise path knows and falls to the "
         "compressed-tensors INT4 names it lacks (layers/moe/kt_ep_wrapper.py:817-894, 1026-1031, 1163), so the first "
         "prompt over the threshold would fail"
     ),
     "NVFP4": (
-        "sglang-kt 0.7.2 cannot build the full-GPU layer for NVFP4: the ModelOpt FP4 layer (uint8 w13_weight, e4m3 "
+        f"{SGLANG_KT} cannot build the full-GPU layer for NVFP4: the ModelOpt FP4 layer (uint8 w13_weight, e4m3 "
         "w13_weight_scale; layers/quantization/modelopt_quant.py:1385-1445) is taken for FP8 per-channel "
         "(layers/moe/kt_ep_wrapper.py:862-869) and its swizzled block scales and per-tensor scales, which the FP4 "
         "kernel reads, are never refilled (:2357-2440)"

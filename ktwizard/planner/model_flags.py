@@ -12,6 +12,7 @@ from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.sizing import Sizing
 from ktwizard.planner.types import Flag, Goals
 from ktwizard.runtime import rules
+from ktwizard.runtime.version import SGLANG_KT, SGLANG_KT_VERSION
 
 
 def attention_flags(
@@ -42,7 +43,7 @@ def moe_runner_flags(spec: ModelSpec, gpus: tuple[GPU, ...]) -> list[Flag]:
             Flag(
                 "--quantization",
                 quant,
-                "the checkpoint's own method, named: without it sglang-kt 0.7.2 fails MiniMax-M3 at start-up on an "
+                f"the checkpoint's own method, named: without it {SGLANG_KT} fails MiniMax-M3 at start-up on an "
                 "attribute it never defines (server_args.py:2433-2443); KT's MiniMax-M3 tutorial passes it",
             )
         )
@@ -58,8 +59,9 @@ def moe_runner_flags(spec: ModelSpec, gpus: tuple[GPU, ...]) -> list[Flag]:
                 "MiniMax-M3's GPU experts: triton for the block-FP8 conversion below SM100, as KT's MiniMax-M3 tutorial"
                 " runs it (server_args.py:2936-2951)"
                 if hopper
-                else "MiniMax-M3's GPU experts on Blackwell: the MXFP8 runner 0.7.2 keeps (server_args.py:2952-2964); "
-                "`auto` would pick flashinfer_trtllm, which refuses mxfp8 at start-up (:2976-2983)",
+                else f"MiniMax-M3's GPU experts on Blackwell: the MXFP8 runner {SGLANG_KT_VERSION} keeps "
+                "(server_args.py:2952-2964); `auto` would pick flashinfer_trtllm, which refuses mxfp8 at start-up "
+                "(:2976-2983)",
             )
         )
     return f

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ktwizard.bundled import bundled
 from ktwizard.errors import KtwizardError
+from ktwizard.runtime.version import SGLANG_KT, SGLANG_KT_VERSION
 
 
 class RenderedFlag(Protocol):
@@ -26,7 +27,7 @@ class RenderedFlag(Protocol):
     def value(self) -> Any: ...
 
 
-CATALOG = "sglang-kt-0.7.2-server-args.json"
+CATALOG = f"sglang-kt-{SGLANG_KT_VERSION}-server-args.json"
 
 
 @cache
@@ -66,6 +67,6 @@ def check_flags(flags: tuple[RenderedFlag, ...]) -> None:
         if f.value is None or f.value is False:
             continue  # not rendered
         entry = known.get(f.name)
-        problem = "is not a flag of sglang-kt 0.7.2" if entry is None else _problem(f, entry)
+        problem = f"is not a flag of {SGLANG_KT}" if entry is None else _problem(f, entry)
         if problem:
             raise KtwizardError(f"internal error: the planned flag {f.name} {problem}; please report this plan")

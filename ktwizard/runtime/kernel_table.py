@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ktwizard.models.spec import ModelSpec
 from ktwizard.runtime import dsa, glm5_next
 from ktwizard.runtime.kernels import capability
+from ktwizard.runtime.version import SGLANG_KT
 
 
 @dataclass(frozen=True)
@@ -168,12 +169,12 @@ def arch_problem(spec: ModelSpec, flags: Mapping[str, object], capabilities: tup
                 ".abi3.so fatbin; nsa_backend.py:1872, 1923)"
             )
             return (
-                f"sglang-kt 0.7.2 cannot run {name}'s DeepSeek sparse attention on SM{cc}: {why}; use a Hopper "
+                f"{SGLANG_KT} cannot run {name}'s DeepSeek sparse attention on SM{cc}: {why}; use a Hopper "
                 f"(SM90) GPU, or a model of the family without sparse attention ({_dense_sibling(spec)})"
             )
         if "mxfp8_moe_native" in ids:
             return (
-                f"sglang-kt 0.7.2 has no MXFP8 MoE kernel for SM{cc}: from SM100 the checkpoint keeps its MX format "
+                f"{SGLANG_KT} has no MXFP8 MoE kernel for SM{cc}: from SM100 the checkpoint keeps its MX format "
                 "(utils/common.py:3606-3616) and Fp8MoEMethod then requires SM100 exactly (fp8.py:1225-1226; the "
                 "cutlass runner asserts SM90/SM100, fp8.py:809-814), built for every MoE layer by the KT wrapper "
                 "(kt_ep_wrapper.py:693-699); use a B200-class (SM100), Hopper (SM90) or Ada (SM89) GPU, or an FP8 "
@@ -181,12 +182,12 @@ def arch_problem(spec: ModelSpec, flags: Mapping[str, object], capabilities: tup
             )
         if "cutlass_fp8_moe" in ids:
             return (
-                f"sglang-kt 0.7.2's cutlass FP8 MoE runner asserts SM90 or SM100 (fp8.py:809-814) and the GPU is "
+                f"{SGLANG_KT}'s cutlass FP8 MoE runner asserts SM90 or SM100 (fp8.py:809-814) and the GPU is "
                 f"SM{cc}; render --moe-runner-backend triton, or use a Hopper or B200-class GPU"
             )
         k = missing[0]
         return (
-            f"the GPU (SM{cc}) lacks sglang-kt 0.7.2's {k.id} kernel ({k.dispatch}; {k.source}); use a GPU it "
+            f"the GPU (SM{cc}) lacks {SGLANG_KT}'s {k.id} kernel ({k.dispatch}; {k.source}); use a GPU it "
             f"ships: {', '.join(t for t in k.cubins if t.startswith('sm_')) or 'see ' + k.source}"
         )
     return None

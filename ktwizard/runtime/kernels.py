@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
 from ktwizard.runtime.rules import DSV4_MIN_CC, is_dsv4
+from ktwizard.runtime.version import SGLANG_KT
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def gpu_problem(spec: ModelSpec, capabilities: tuple[str, ...]) -> str | None:
         if kernel and lowest < kernel.min_capability:
             need = f"SM{kernel.min_capability}"
             return (
-                f"the GPU (SM{lowest}) has no kernel for {fmt.describe()} weights: sglang-kt 0.7.2's {kernel.quant} "
+                f"the GPU (SM{lowest}) has no kernel for {fmt.describe()} weights: {SGLANG_KT}'s {kernel.quant} "
                 f"needs {need} or newer and refuses to load ({kernel.source}); use "
                 + INSTEAD.get(fmt.kind, f"a GPU of {need} or newer")
             )

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from ktwizard.runtime.rules import MULTIMODAL_CUDNN_MIN as MIN_CUDNN
 from ktwizard.runtime.rules import cudnn_refused
+from ktwizard.runtime.version import SGLANG_KT, TORCH_VERSION
 
 # configs/model_config.py:1362-1416 (multimodal_model_archs), read by is_multimodal_model (:1422)
 MULTIMODAL_ARCHS = frozenset(
@@ -72,6 +73,6 @@ def cudnn_problem(
     if release != CHECKED_TORCH or not cudnn_refused(f"{major}.{minor}"):
         return ""
     return (
-        f"sglang-kt 0.7.2 refuses to start {architecture} (multimodal) on torch 2.9.1 with cuDNN {cudnn}: it needs "
-        f"cuDNN >= {MIN_CUDNN[0]}.{MIN_CUDNN[1]} (torch's nn.Conv3d bug, server_args.py:6265-6316)"
+        f"{SGLANG_KT} refuses to start {architecture} (multimodal) on torch {TORCH_VERSION} with cuDNN {cudnn}: it "
+        f"needs cuDNN >= {MIN_CUDNN[0]}.{MIN_CUDNN[1]} (torch's nn.Conv3d bug, server_args.py:6265-6316)"
     )

@@ -9,16 +9,18 @@ wheels), so it is not rendered.
 
 from __future__ import annotations
 
-SGLANG_KT_TORCH_PIN = "2.9.1"
+from ktwizard.runtime.version import KT_KERNEL, SGLANG_KT, SGLANG_KT_VERSION, TORCH_VERSION
+
+SGLANG_KT_TORCH_PIN = TORCH_VERSION  # kept under its old name for its importers
 ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
 EXPANDABLE = "expandable_segments:True"
 RECORDER_DIR = "SGLANG_EXPERT_DISTRIBUTION_RECORDER_DIR"  # where SGLang's expert-distribution recorder writes dumps
 # Variables a recipe may carry that this runtime ignores, with the reason a plan gives for not rendering them.
 IGNORED = {
-    "PYTORCH_ALLOC_CONF": f"torch {SGLANG_KT_TORCH_PIN} (pinned by sglang-kt 0.7.2) ignores it for CUDA "
+    "PYTORCH_ALLOC_CONF": f"torch {SGLANG_KT_TORCH_PIN} (pinned by {SGLANG_KT}) ignores it for CUDA "
     f"(pytorch/pytorch#183387); the plan sets {ALLOC_CONF} instead",
-    "SAFETENSORS_FAST_GPU": "read nowhere in sglang-kt 0.7.2 or kt-kernel 0.7.2; not rendered",
-    "SGLANG_ENABLE_JIT_DEEPGEMM": "0.7.2 runs DeepGEMM only on SM 9.0, 10.0 and 10.3 "
+    "SAFETENSORS_FAST_GPU": f"read nowhere in {SGLANG_KT} or {KT_KERNEL}; not rendered",
+    "SGLANG_ENABLE_JIT_DEEPGEMM": f"{SGLANG_KT_VERSION} runs DeepGEMM only on SM 9.0, 10.0 and 10.3 "
     "(layers/deep_gemm_wrapper/configurer.py:17-24): on SM 12.0 it is already off; not rendered",
 }
 

@@ -13,6 +13,7 @@ from ktwizard.families.deepseek_v4.rules import DSV4_ENV as DSV4_ENV
 from ktwizard.families.deepseek_v4.rules import DSV4_KV_DTYPE as DSV4_KV_DTYPE
 from ktwizard.families.deepseek_v4.rules import DSV4_MIN_CC as DSV4_MIN_CC
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.version import KT_KERNEL, SGLANG_KT
 
 # --- KV dtype a quantized checkpoint asks for -------------------------------------------------------------------------
 # With --kv-cache-dtype auto, sglang-kt 0.7.2 follows the checkpoint's kv_cache_quant_algo: "FP8" gives an fp8_e4m3
@@ -28,7 +29,7 @@ def checkpoint_kv(spec: ModelSpec, asked: str) -> tuple[str, str] | None:
         return "bfloat16", "BF16 KV cache as asked (auto would follow the checkpoint's FP8 kv_cache_quant_algo)"
     return (
         "fp8_e4m3",
-        "the checkpoint's kv_cache_quant_algo is FP8, which sglang-kt 0.7.2 follows when the KV dtype is auto "
+        f"the checkpoint's kv_cache_quant_algo is FP8, which {SGLANG_KT} follows when the KV dtype is auto "
         "(model_runner.py:1765-1781); the KV pool is budgeted in it",
     )
 
@@ -54,7 +55,7 @@ def fp8_block_shard_problem(spec: ModelSpec, tp: int) -> str | None:
         if size % tp or (size // tp) % block:
             return (
                 f"the {what} {size} splits into {size / tp:g} per GPU at TP {tp}, not a multiple of the FP8 block "
-                f"{block}: sglang-kt 0.7.2 refuses to load it (layers/quantization/fp8.py:854-866)"
+                f"{block}: {SGLANG_KT} refuses to load it (layers/quantization/fp8.py:854-866)"
             )
     return None
 
@@ -88,7 +89,7 @@ def gptq_shard_problem(spec: ModelSpec, tp: int) -> str | None:
         return None
     size = spec.moe_intermediate
     return (
-        f"sglang-kt 0.7.2 cannot load a GPTQ MoE checkpoint over {tp} GPUs: every rank allocates the down "
+        f"{SGLANG_KT} cannot load a GPTQ MoE checkpoint over {tp} GPUs: every rank allocates the down "
         f"projection's group scales for the full {size // fmt.block} groups (gptq.py:1025-1032) and the loader then "
         f"reads them from row {size // fmt.block} x rank, past the end on rank 1 (fused_moe_triton/layer.py:519-541; "
         "sgl-project/sglang#13252, kvcache-ai/ktransformers#1943)"
@@ -109,35 +110,16 @@ def shard_instead(spec: ModelSpec) -> str:
 
 # --- Expert-distribution recorder ------------------------------------------------------------------------------------
 # eplb/expert_location.py:520-530 asks the model class for get_model_config_for_expert_location; without it the
-# recorder's metadata is missing and expert_distribution.py asserts at start-up. Classes that define it in 0.7.2
-# (grep of sglang/srt/models/*.py, EntryClass of each file):
-RECORDER_ARCHITECTURES = frozenset(
-    {
-        "DeepseekV2ForCausalLM",
-        "DeepseekV3ForCausalLM",
-        "DeepseekV32ForCausalLM",  # models/deepseek_v2.py:3647, :3677
-        "DeepseekV4ForCausalLM",
-        "Glm4MoeForCausalLM",
-        "GlmMoeDsaForCausalLM",  # models/glm4_moe.py:1302
-        "GptOssForCausalLM",
-        "KimiK25ForConditionalGeneration",
-        "MiniMaxM2ForCausalLM",
-        "MiniMaxM3SparseForCausalLM",
-        "Qwen2MoeForCausalLM",
-        "Qwen3MoeForCausalLM",
-        "Qwen3NextForCausalLM",
-        "Qwen3_5MoeForConditionalGeneration",
-        "Qwen3_5MoeForCausalLM",
-    }
-)
-
-
+# recorder's metadata is missing and expert_distribution.py asserts at start-up. Each family names its classes that
+# define it (Family.expert_location, families/<name>/).
 def recorder_problem(spec: ModelSpec) -> str | None:
     """Why --expert-distribution-recorder-mode would stop this model's server at start-up, or None."""
-    if spec.architecture in RECORDER_ARCHITECTURES:
+    from ktwizard.families.registry import FAMILIES  # the registry imports every family: only when asked
+
+    if any(spec.architecture in f.expert_location for f in FAMILIES):
         return None
     return (
-        f"{spec.architecture} has no expert-location metadata in sglang-kt 0.7.2 (no get_model_config_for_expert_"
+        f"{spec.architecture} has no expert-location metadata in {SGLANG_KT} (no get_model_config_for_expert_"
         "location: eplb/expert_location.py:520-530), so the routing recorder stops the server at start-up; "
         "plan with --placement uniform"
     )
@@ -192,7 +174,7 @@ def startup_problem(spec: ModelSpec) -> str | None:
     or None."""
     if spec.architecture in M3_ARCHITECTURES and m3_quantization(spec) is None:
         return (
-            f"sglang-kt 0.7.2 cannot start MiniMax-M3 from {spec.other_format.describe()} weights: for this "
+            f"{SGLANG_KT} cannot start MiniMax-M3 from {spec.other_format.describe()} weights: for this "
             "architecture ServerArgs reads `_quantization_explicitly_unset`, which it never defines, whenever "
             "--quantization is not given (server_args.py:2433-2443); use the MXFP8 checkpoint (preset "
             "minimax-m3-mxfp8), whose --quantization mxfp8 avoids it"
@@ -210,7 +192,7 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
     """Why kt-kernel 0.7.2 cannot load this checkpoint's routed experts with `method`, or None."""
     if spec.architecture == "GptOssForCausalLM":
         return (
-            "kt-kernel 0.7.2 has no loader for gpt-oss's experts: its MXFP4 loader reads only DeepSeek-V4-Flash's "
+            f"{KT_KERNEL} has no loader for gpt-oss's experts: its MXFP4 loader reads only DeepSeek-V4-Flash's "
             "per-expert layout and fails with 'No experts found' (kt_kernel/utils/loader.py:1198-1270, "
             "utils/amx.py:760-789); the BF16 loader's packed layout is Qwen3.5's, without the expert biases gpt-oss "
             "has (loader.py:573-712). Serve gpt-oss with plain SGLang on the GPUs, without KT"
@@ -221,14 +203,14 @@ def loader_problem(spec: ModelSpec, method: str) -> str | None:
     if spec.clamped_swiglu and method not in CLAMPED_SWIGLU_METHODS:
         return (
             f"{spec.architecture}'s routed experts use a clamped SwiGLU (swigluoai: swiglu_alpha, swiglu_limit) that "
-            f"kt-kernel 0.7.2 applies only under {' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} the wrapper "
+            f"{KT_KERNEL} applies only under {' or '.join(CLAMPED_SWIGLU_METHODS)}: under {method} the wrapper "
             "zeroes both and the CPU experts would compute plain SiLU, silently wrong "
             "(sglang/srt/layers/moe/kt_ep_wrapper.py:399-405, :5284-5310; kt_kernel/experts.py:378-393). Use the "
             "MXFP8 checkpoint (preset minimax-m3-mxfp8, MiniMaxAI/MiniMax-M3-MXFP8) with --kt-method MXFP8"
         )
     if method == "MXFP4" and spec.architecture not in MXFP4_LAYOUT_ARCHITECTURES:
         return (
-            f"kt-kernel 0.7.2's MXFP4 loader reads only DeepSeek-V4-Flash's per-expert layout "
+            f"{KT_KERNEL}'s MXFP4 loader reads only DeepSeek-V4-Flash's per-expert layout "
             f"(kt_kernel/utils/loader.py:1198-1270), not {spec.architecture}'s"
         )
     return None

@@ -118,9 +118,13 @@ def test_steps_over_the_context_length_are_skipped_with_a_note():
 def test_the_eta_comes_from_measured_rates():
     import io
 
-    from ktwizard.bench.progress import Step, StepProgress
+    from ktwizard.bench.progress import StepProgress, SweepStep
 
-    steps = [Step("prefill", 4096, 1, 2, 1), Step("prefill", 32768, 1, 2, 1), Step("decode", 0, 2, 1, 256)]
+    steps = [
+        SweepStep("prefill", 4096, 1, 2, 1),
+        SweepStep("prefill", 32768, 1, 2, 1),
+        SweepStep("decode", 0, 2, 1, 256),
+    ]
     out = io.StringIO()
     prog = StepProgress(steps, out)
     assert prog.left_s() is None  # nothing measured yet

@@ -36,6 +36,8 @@ def test_every_family_has_a_preset_and_owns_its_architectures(family):
     assert presets_of(family.name), f"{family.name}: no preset row uses it"
     assert all(BY_ARCHITECTURE[a] is family for a in family.architectures)
     assert family.kinds and family.source.startswith("sglang/srt/models/")
+    # the routing recorder's classes are the family's own (runtime/rules.recorder_problem asks every family)
+    assert set(family.expert_location) <= set(family.architectures)
 
 
 def test_config_round_trip(family):

@@ -54,7 +54,7 @@ ZEN4 = {
 
 
 def margin(b) -> int:
-    """What the plan keeps free: its parts (each estimate's uncertainty, tests/unit/test_memory_v4.py) summed."""
+    """What the plan keeps free: its parts (each estimate's uncertainty, test_memory_runtime_formulas.py) summed."""
     assert b.margin == sum(n for _, n, _ in b.margin_parts) and b.margin < GiB
     return b.margin
 

@@ -82,7 +82,7 @@ def qwen35_gdn(m: int, extend: bool) -> int:
     parts = 2 * m * 4096 * 2 + m * (qkv + 64 * 128 + 2 * 64) * 2 + m * qkv * 2  # residual, normed, proj, conv
     if extend:
         parts += m * 64 * 4  # g cumsum fp32 (cumsum.py:179), one per value head
-        parts += m * 64 * 64 * (4 + 2)  # A fp32 (chunk_scaled_dot_kkt.py:128) and its bf16 inverse (solve_tril:441)
+        parts += m * 64 * 64 * 2  # bf16 inverse of kkT (solve_tril.py:441); fp32 kkT freed by then (chunk.py:42)
         parts += m * 64 * 256 * 2  # w and u (wy_fast.py:129-130)
         parts += ceil(m / 64) * 64 * 128 * 128 * 2  # h (chunk_delta_h.py:305)
         parts += m * 64 * 128 * 2  # v_new (:307)

@@ -56,13 +56,30 @@ def _runtime_sglang() -> str:
     return subprocess.run([py, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
+# checkpoints of one preset that write differently (their model cards and chat templates): Qwen3's 2507 Instruct
+# writes no think block, its Thinking template opens <think> itself so the output carries only </think> (the first
+# releases are hybrid); DeepSeek-V3.2-Exp's template still writes V3.1's tool-call markup (V3.2 brought the DSML one).
+# (preset id pattern, checkpoint name pattern, tool format or None, think format or None)
+CHECKPOINT_FORMATS = (
+    (r"^qwen3-(?!coder)", r"-instruct", None, "none"),
+    (r"^qwen3-(?!coder)", r"-thinking", None, "open"),
+    (r"^deepseek-v3\.2", r"-exp$", "deepseekv31", None),
+)
+
+
 def _families() -> list[tuple[str, str, str]]:
+    """(the name the user gives: a preset id, or each of its checkpoints' ORG/NAME, the tool and think formats)."""
     out = []
     for p in all_presets().values():
-        for pattern, tool, think in MODEL_FORMATS:
-            if re.search(pattern, p.id):
-                out.append((p.id, tool, think))
-                break
+        fmt = next(((tool, think) for pattern, tool, think in MODEL_FORMATS if re.search(pattern, p.id)), None)
+        if fmt is None:
+            continue
+        for name in [c.repo for c in p.checkpoints] or [p.id]:
+            tool, think = fmt
+            for ids, repo, t, k in CHECKPOINT_FORMATS:
+                if re.search(ids, p.id) and re.search(repo, name.lower()):
+                    tool, think = t or tool, k or think
+            out.append((name, tool, think))
     return out
 
 

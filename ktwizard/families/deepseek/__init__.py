@@ -57,6 +57,13 @@ class DeepSeek(Family):
                     "(the context)", "srt/layers/attention/nsa/nsa_indexer.py:377-380"),
         )  # fmt: skip
 
+    def served_name_why(self, spec: ModelSpec) -> str:
+        return " (GitHub Copilot keys its Kimi fixes on it)" if spec.id.startswith("kimi") else ""
+
+    def layer_placement(self, spec: ModelSpec) -> bool:
+        """DeepSeek-V2 only: the layer-wise alternative is priced from KTransformers' V2 injection rules."""
+        return spec.architecture == "DeepseekV2ForCausalLM"
+
     def kernel_needs(self) -> tuple[tuple[str, str], ...]:
         return (("nsa", "server_args.py:1752-1777 (DSA checkpoints only)"),)
 
@@ -78,4 +85,11 @@ FAMILY = DeepSeek(
     readers.gate_experts_shared,
     unwrap=readers.kimi_vl_unwrap,
     source="sglang/srt/models/deepseek_v2.py",
+    expert_location=(
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+        "DeepseekV32ForCausalLM",  # models/deepseek_v2.py:3647, :3677
+        "KimiK25ForConditionalGeneration",
+        "GlmMoeDsaForCausalLM",  # models/glm4_moe.py:1302
+    ),
 )

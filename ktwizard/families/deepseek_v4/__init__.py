@@ -13,6 +13,7 @@ from ktwizard.models import deepseek_v4, dsv4_kv
 from ktwizard.models.arch import ConfigReader
 from ktwizard.models.family import MoeLayout, no_layer_tensors
 from ktwizard.models.spec import Attention, ModelSpec
+from ktwizard.runtime.version import SGLANG_KT, SGLANG_KT_VERSION
 
 
 def _moe(cfg: ConfigReader, layers: int) -> MoeLayout:
@@ -87,13 +88,13 @@ class DeepSeekV4(Family):
             (
                 "--attention-backend",
                 rules.DSV4_BACKEND,
-                "DeepSeek-V4's compressed attention: sglang-kt 0.7.2 forces it (server_args.py:1802-1806)",
+                f"DeepSeek-V4's compressed attention: {SGLANG_KT} forces it (server_args.py:1802-1806)",
             ),
             ("--page-size", dsv4_kv.PAGE_SIZE, "the sliding-window pool's page (server_args.py:1805, mixin :746)"),
             (
                 "--kv-cache-dtype",
                 rules.DSV4_KV_DTYPE,
-                "the only KV dtype 0.7.2 accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted"
+                f"the only KV dtype {SGLANG_KT_VERSION} accepts for DeepSeek-V4 (server_args.py:1817-1827), as budgeted"
                 + ("; --kv-dtype bf16 cannot be honoured for this model" if kv_dtype == "bf16" else ""),
             ),
         ]
@@ -133,4 +134,5 @@ FAMILY = DeepSeekV4(
     inventory=deepseek_v4.tensors,
     formats=deepseek_v4.formats,
     source="sglang/srt/models/deepseek_v4.py",
+    expert_location=("DeepseekV4ForCausalLM",),
 )

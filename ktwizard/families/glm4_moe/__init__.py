@@ -12,4 +12,5 @@ FAMILY = Family(
     readers.gqa_tensors(bias=True, qk_norm="per_head_optional"),
     readers.gate_experts_shared,
     source="sglang/srt/models/glm4_moe.py",
+    expert_location=("Glm4MoeForCausalLM",),
 )

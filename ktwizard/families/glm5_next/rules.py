@@ -11,6 +11,7 @@ from __future__ import annotations
 from ktwizard.families.dsa import DsaKv
 from ktwizard.models import glm5_next as model
 from ktwizard.models.spec import ModelSpec
+from ktwizard.runtime.version import SGLANG_KT
 
 SUPPORTED_TP = (1, 2, 4, 8)  # configs/glm5_next.py:18 GLM5_NEXT_SUPPORTED_TP_SIZES, checked at server_args.py:1545
 PAGE_SIZE = 64  # server_args.py:1925-1927; glm5_next_memory_pool.py:85-86 refuses any other page size
@@ -59,7 +60,7 @@ def gpu_problem(spec: ModelSpec, capabilities: tuple[str, ...]) -> str | None:
         major, minor = parsed
         if profile(major, minor) is None:
             return (
-                f"sglang-kt 0.7.2 runs GLM-5-Next only on SM86, SM89 or Blackwell (SM100+): SM{major}{minor} fails "
+                f"{SGLANG_KT} runs GLM-5-Next only on SM86, SM89 or Blackwell (SM100+): SM{major}{minor} fails "
                 "closed at start-up (configs/glm5_next.py:54-72, server_args.py:1676-1678); use RTX 3090/A6000-class "
                 "(SM86), L40/RTX 4090-class (SM89) or Blackwell GPUs"
             )
@@ -88,7 +89,7 @@ def kv_problem(spec: ModelSpec, capabilities: tuple[str, ...], asked: str) -> st
     if {"bf16": "bfloat16"}.get(asked, asked) == need:
         return None
     return (
-        f"--kv-dtype {asked}: sglang-kt 0.7.2 runs GLM-5-Next on this GPU only with a {need} KV cache "
+        f"--kv-dtype {asked}: {SGLANG_KT} runs GLM-5-Next on this GPU only with a {need} KV cache "
         "(configs/glm5_next.py:33-40, server_args.py:1686-1690); use --kv-dtype auto"
     )
 
@@ -111,12 +112,12 @@ def method_problem(spec: ModelSpec, method: str) -> str | None:
         return None
     if spec.expert_format.kind != "fp8_block":
         return (
-            f"sglang-kt 0.7.2 serves GLM-5-Next only from its native block-FP8 checkpoint "
+            f"{SGLANG_KT} serves GLM-5-Next only from its native block-FP8 checkpoint "
             f"(server_args.py:1535-1539), not {spec.expert_format.describe()} weights"
         )
     if method.upper() != KT_METHOD:
         return (
-            f"sglang-kt 0.7.2 offloads GLM-5-Next's experts only with --kt-method FP8 (server_args.py:1620-1628: "
+            f"{SGLANG_KT} offloads GLM-5-Next's experts only with --kt-method FP8 (server_args.py:1620-1628: "
             f"the block-E4M3 layout and swiglu_limit reach the CPU kernel only there), not {method}"
         )
     return None

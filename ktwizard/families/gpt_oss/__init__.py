@@ -34,4 +34,5 @@ FAMILY = GptOss(
     readers.gqa_tensors(bias=True, sinks=True),
     readers.gpt_oss_moe_tensors,
     source="sglang/srt/models/gpt_oss.py",
+    expert_location=("GptOssForCausalLM",),
 )

@@ -14,4 +14,5 @@ FAMILY = Family(
     readers.gqa_tensors(qk_norm="per_layer"),
     minimax_m3.moe_tensors,  # the same MoE layout as M3, F32 router
     source="sglang/srt/models/minimax_m2.py",
+    expert_location=("MiniMaxM2ForCausalLM",),
 )

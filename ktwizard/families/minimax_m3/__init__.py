@@ -65,4 +65,5 @@ FAMILY = MiniMaxM3(
     unwrap=minimax_m3.unwrap,
     sparse_layers=minimax_m3.sparse_layers,
     source="sglang/srt/models/minimax_m3.py",
+    expert_location=("MiniMaxM3SparseForCausalLM",),
 )

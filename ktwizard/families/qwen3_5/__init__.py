@@ -15,4 +15,5 @@ FAMILY = HybridLinear(
     unwrap=readers.qwen3_5_unwrap,
     full_attention_at=full_attention_at,
     source="sglang/srt/models/qwen3_5.py",
+    expert_location=("Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM"),
 )

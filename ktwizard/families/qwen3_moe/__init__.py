@@ -12,4 +12,5 @@ FAMILY = Family(
     readers.gqa_tensors(qk_norm="per_head"),
     readers.gate_experts_shared,
     source="sglang/srt/models/qwen3_moe.py",
+    expert_location=("Qwen3MoeForCausalLM",),
 )

@@ -14,4 +14,5 @@ FAMILY = HybridLinear(
     readers.qwen3_next_moe_tensors,
     full_attention_at=full_attention_at,
     source="sglang/srt/models/qwen3_next.py",
+    expert_location=("Qwen3NextForCausalLM",),
 )

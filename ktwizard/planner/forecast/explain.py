@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, upload_copy, vec_switch, weight_decode
+from ktwizard.planner.forecast.setup import Setup, StepTime, cpu_bandwidth, upload_copy, vec_switch, weight_decode
 from ktwizard.planner.forecast.speeds import socket_bandwidth
 from ktwizard.planner.forecast.terms import CORE_BW, HELD_OUT, TERMS, Terms
 
 
-def rests_on(s: Setup, st: Step, t: Terms = TERMS) -> tuple[str, ...]:
+def rests_on(s: Setup, st: StepTime, t: Terms = TERMS) -> tuple[str, ...]:
     spec, m = s.spec, s.memory
     bw = cpu_bandwidth(s, t)
     return (

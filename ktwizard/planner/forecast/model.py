@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.forecast.attention import attention_flops, attention_read
 from ktwizard.planner.forecast.explain import rests_on
-from ktwizard.planner.forecast.setup import Setup, Step, cpu_bandwidth, cpu_flops, upload_copy, weight_decode
+from ktwizard.planner.forecast.setup import Setup, StepTime, cpu_bandwidth, cpu_flops, upload_copy, weight_decode
 from ktwizard.planner.forecast.terms import HELD_OUT, TERMS, Terms
 from ktwizard.planner.memory import items as M
 
@@ -57,14 +57,14 @@ def _cpu_experts(s: Setup, tokens: int, t: Terms) -> float:
     return max(read, math, decode)
 
 
-def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> Step:
+def decode_step(s: Setup, context: int, concurrency: int, t: Terms = TERMS) -> StepTime:
     spec, L = s.spec, s.spec.moe_layer_count
     c = max(1, concurrency)
     dense = M.non_expert_per_rank(spec, s.tp) - spec.bytes_by_group.get("embeddings", 0) // s.tp
     gpu_experts = touched_split(s, c)[1] * L * M.gpu_side_expert_bytes(spec) / s.tp
     gpu = (dense + gpu_experts) / (s.gpu.bandwidth * t.gpu_bw_eff) + attention_read(s, context, c, t)
     fixed = L * t.layer_step_s + (2 * spec.layers * t.allreduce_s if s.tp > 1 else 0.0)
-    return Step(cpu_s=_cpu_experts(s, c, t), gpu_s=gpu, fixed_s=fixed)
+    return StepTime(cpu_s=_cpu_experts(s, c, t), gpu_s=gpu, fixed_s=fixed)
 
 
 def prefill_chunk(s: Setup, n: int, prefix: int, t: Terms = TERMS) -> tuple[float, str]:

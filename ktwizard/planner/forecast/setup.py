@@ -102,7 +102,9 @@ def measured_per_socket(host: HostProfile) -> float | None:
 
 
 @dataclass(frozen=True)
-class Step:
+class StepTime:
+    """The seconds of one forward step (a decode step or a prefill chunk), by where they are spent."""
+
     cpu_s: float
     gpu_s: float
     fixed_s: float

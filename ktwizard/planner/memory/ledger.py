@@ -16,7 +16,7 @@ from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory.budget import BudgetItem
-from ktwizard.planner.memory.steps import Int4Layer, Step
+from ktwizard.planner.memory.steps import Int4Layer, StepLiveSet
 from ktwizard.runtime import rules
 
 # One decoder layer runs attention, frees its temporaries, then runs its MoE block: the two steps' live sets are
@@ -163,7 +163,7 @@ def layerwise_layer(spec: ModelSpec, method: str, tp: int) -> list[BudgetItem]:
     ]
 
 
-def step_items(phase: str, attention: Step, moe: Step) -> list[BudgetItem]:
+def step_items(phase: str, attention: StepLiveSet, moe: StepLiveSet) -> list[BudgetItem]:
     """A phase's two step live sets; the budget counts the larger (one tag: never alive together)."""
     return [
         BudgetItem(

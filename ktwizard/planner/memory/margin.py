@@ -11,10 +11,15 @@ from dataclasses import dataclass
 
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory.budget import BudgetItem
+from ktwizard.runtime.version import TORCH_VERSION
 
 # item name (or prefix) -> (share of the item kept free, why)
 UNCERTAINTY: tuple[tuple[str, float, str], ...] = (
-    ("CUDA context", 0.10, "measured on an H200 under torch 2.11; the runtime pins torch 2.9.1 (assumed 10 %)"),
+    (
+        "CUDA context",
+        0.10,
+        f"measured on an H200 under torch 2.11; the runtime pins torch {TORCH_VERSION} (assumed 10 %)",
+    ),
     ("driver reserve", 0.10, "not measured on this card: the idle H200's reserve (assumed 10 %)"),
     ("NCCL buffers", 0.25, "SGLang's reserve heuristic, not measured: NCCL's buffers grow with its channels (25 %)"),
     ("CUDA graphs", 0.10, "the graph pool taken as the decode step's live set (assumed 10 %)"),

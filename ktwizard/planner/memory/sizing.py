@@ -24,7 +24,7 @@ from ktwizard.planner.memory import dsv4_layerwise, linear_state, margin, steps
 from ktwizard.planner.memory import items as M
 from ktwizard.planner.memory import ledger as L
 from ktwizard.planner.memory.budget import PHASES, TIE_ORDER, BudgetItem, GpuBudget
-from ktwizard.planner.memory.steps import Step
+from ktwizard.planner.memory.steps import StepLiveSet
 from ktwizard.planner.types import Goals
 from ktwizard.runtime import rules
 from ktwizard.units import human
@@ -225,14 +225,14 @@ class Sizing:
         ]
         return [i for i in items if i is not None]
 
-    def decode_steps(self, requests: int) -> tuple[Step, Step]:
+    def decode_steps(self, requests: int) -> tuple[StepLiveSet, StepLiveSet]:
         return (
             # each request may reach the context: the page table a sparse indexer scores (the captured width)
             steps.attention_step(self.spec, self.tp, requests, 0, self.backend, extend=False, longest=self.context),
             steps.moe_step(self.spec, self.tp, requests, gpu_path=True, cpu_path=True, restore=None, requests=requests),
         )
 
-    def prefill_steps(self, tokens: int, prefixes: tuple[int, ...]) -> tuple[Step, Step]:
+    def prefill_steps(self, tokens: int, prefixes: tuple[int, ...]) -> tuple[StepLiveSet, StepLiveSet]:
         """The attention step at the costliest of the batch's prefix sums, and the MoE step of `tokens` tokens."""
         c, ctx = self.goals.concurrency, self.context
         riders = ctx * (c - 1)  # every other request rides with its whole context (runtime())

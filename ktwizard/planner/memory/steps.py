@@ -37,7 +37,7 @@ MOE_CHUNK = 64 * 1024
 
 
 @dataclass(frozen=True)
-class Step:
+class StepLiveSet:
     """One step's live set: what is allocated at its peak, part by part."""
 
     step: str  # "attention" | "MoE"
@@ -79,7 +79,7 @@ def _heads(n: int, tp: int) -> int:
     return max(1, ceil(n / tp))
 
 
-def _dsv4_attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int) -> Step:
+def _dsv4_attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int) -> StepLiveSet:
     """DeepSeek-V4's MQALayer on `tokens` new tokens (models/deepseek_v4.py:458-960): the residual held as hc_mult
     streams, q_lora and the per-rank q, the one KV head, the 4x layer's fp32 compressor scores (linear_bf16_fp32 of
     wkv_gate, :339) and its indexer: q over every index head (replicated) and fp32 logits against every compressed
@@ -98,7 +98,7 @@ def _dsv4_attention_step(spec: ModelSpec, tp: int, tokens: int, prefix: int) -> 
         ("attention and wo_a outputs", M * (hl * a.head_dim + _heads(a.o_groups, tp) * a.o_lora_rank) * 2),
     )
     src = "srt/models/deepseek_v4.py:458-960; layers/attention/compressed/indexer.py:812-821 (logits per c4 entry)"
-    return Step("attention", "DeepSeek-V4 compressed MQA", parts, src)
+    return StepLiveSet("attention", "DeepSeek-V4 compressed MQA", parts, src)
 
 
 def attention_step(
@@ -109,7 +109,7 @@ def attention_step(
     backend: str,
     extend: bool = True,
     longest: int | None = None,
-) -> Step:
+) -> StepLiveSet:
     """The attention step of a batch of `tokens` new tokens whose requests hold `prefix` tokens of prefix in total;
     `longest`: the longest request's tokens, prefix and new (decode: the context a request may reach; default the
     whole batch as one request). The shared GQA / MLA arithmetic below, then the family's own layers
@@ -117,12 +117,12 @@ def attention_step(
     batch = Batch(tokens, prefix, longest if longest is not None else prefix + tokens, extend)
     step = _attention_step(spec, tp, tokens, prefix, backend, extend, batch.longest)
     own = registry.of(spec).attention_step(spec, tp, batch, StepParts(step.path, step.parts, step.source))
-    return step if own.parts == step.parts else Step("attention", own.path, own.parts, own.source)
+    return step if own.parts == step.parts else StepLiveSet("attention", own.path, own.parts, own.source)
 
 
 def _attention_step(
     spec: ModelSpec, tp: int, tokens: int, prefix: int, backend: str, extend: bool, longest: int
-) -> Step:
+) -> StepLiveSet:
     a, H, M = spec.attention, spec.hidden, tokens
     parts: list[tuple[str, int]] = [("residual", M * H * 2), ("normed input", M * H * 2)]
     if a.kind == "dsv4":
@@ -138,7 +138,7 @@ def _attention_step(
                 ("paged and merged outputs", 2 * M * hl * a.head_dim * 2),
                 ("log-sum-exp of both parts", 2 * M * hl * 4),
             ]
-        return Step("attention", "GQA", tuple(parts), "srt/models/qwen2_moe.py / qwen3_moe.py attention forward")
+        return StepLiveSet("attention", "GQA", tuple(parts), "srt/models/qwen2_moe.py / qwen3_moe.py attention forward")
     hl = _heads(a.heads, tp)
     r, rope, nope, v = a.kv_lora_rank, a.qk_rope_head_dim, a.qk_nope_head_dim, a.v_head_dim
     parts += [
@@ -155,7 +155,7 @@ def _attention_step(
             ("full K", n * hl * (nope + rope) * 2),
             ("output", M * hl * v * 2),
         ]
-        return Step("attention", f"MLA as MHA in one shot over {n} tokens", tuple(parts), src + " (:220-260)")
+        return StepLiveSet("attention", f"MLA as MHA in one shot over {n} tokens", tuple(parts), src + " (:220-260)")
     if path == "mha_chunked":
         n = MLA_MAX_CHUNK  # one prefix chunk of 131,072 tokens in total, split over the batch's requests
         parts += [
@@ -166,7 +166,7 @@ def _attention_step(
             ("prefix chunk: K", n * hl * (nope + rope) * 2),
             ("accumulated, new and merged outputs", 3 * M * hl * v * 2 + 3 * M * hl * 4),
         ]
-        return Step(
+        return StepLiveSet(
             "attention", f"MLA as MHA over {prefix} prefix tokens, {n} at a time", tuple(parts), src + " (:265-390)"
         )
     if path == "mha":  # triton, no prefix: the extend part's own K/V only
@@ -175,7 +175,7 @@ def _attention_step(
             ("full K", M * hl * (nope + rope) * 2),
             ("output", M * hl * v * 2),
         ]
-        return Step("attention", "MLA as MHA without prefix", tuple(parts), src)
+        return StepLiveSet("attention", "MLA as MHA without prefix", tuple(parts), src)
     parts += [("q absorbed", M * hl * r * 2), ("attention output (latent)", M * hl * r * 2), ("output", M * hl * v * 2)]
     if backend == "triton":
         parts.append(("q concatenated (torch.cat)", M * hl * (r + rope) * 2))
@@ -183,7 +183,7 @@ def _attention_step(
             parts.append(("o_proj output", M * H * 2))
     if spec.other_format.kind.startswith("fp8"):
         parts.append(("o_proj input quantized to FP8", M * hl * v + ceil(M * hl * v / 128) * 4))
-    return Step(
+    return StepLiveSet(
         "attention",
         "MLA absorbed" + (" (triton)" if backend == "triton" else ""),
         tuple(parts),
@@ -229,7 +229,7 @@ def moe_step(
     cpu_path: bool,
     restore: Int4Layer | None,
     requests: int,
-) -> Step:
+) -> StepLiveSet:
     """The MoE step of a batch of `tokens` tokens: the larger of the experts' apply and, for an INT4 layerwise layer,
     the restore that follows it (the apply's caches are freed by then)."""
     H, M = spec.hidden, tokens
@@ -250,10 +250,10 @@ def moe_step(
     if cpu_path:
         apply.append(("KT CPU-path buffers", 2 * M * H * 2))  # kt_kernel experts_base.py:265-267
     src = "srt/models/deepseek_v2.py:768-860; srt/layers/moe/fused_moe_triton/fused_moe.py:399-490"
-    a = Step("MoE", "experts applied", tuple(apply), src)
+    a = StepLiveSet("MoE", "experts applied", tuple(apply), src)
     if restore is None:
         return a
-    r = Step(
+    r = StepLiveSet(
         "MoE",
         "INT4 layer restored after the apply",
         (*base, ("fresh packed w13 less the freed scales", restore.restore_rise(tp))),

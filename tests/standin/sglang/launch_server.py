@@ -31,6 +31,9 @@ Behaviour comes from STANDIN_* environment variables so the command line stays e
                         request rides in each prefill chunk with its whole context. Chunked, each request's prefix is
                         read 131,072 / batch size tokens at a time (forward_batch_deepseek_mha_mixin.py:120-164), so a
                         batch of uneven prefixes decompresses less than 131,072. Unset: no attention step.
+  (config.json)         Qwen3.5 / Qwen3-Next, MiniMax-M3, GLM-5 / DeepSeek-V3.2 checkpoints: the attention step of
+                        their GDN / gated, sparse-index / dense and DSA layers, and the CUDA graphs' decode pool,
+                        from the model's own config (live_sets.py, the runtime's file:line per tensor), not the env
   STANDIN_EOS_AFTER     a request at temperature 0 without ignore_eos (or min_tokens) ends after this many tokens, as a
                         model reaching its end-of-sequence token does (unset: never early)
   STANDIN_POOL_TOKENS   the KV pool the profile leaves, below --max-total-tokens (a GPU with less free than planned)
@@ -53,7 +56,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from sglang import answers
+from sglang import answers, live_sets
 
 ENV = os.environ.get
 STEP = float(ENV("STANDIN_STEP_S", "0.2"))
@@ -131,6 +134,12 @@ class GpuMemory:
         self.mla = tuple(int(x) for x in ENV("STANDIN_MLA", "").split(",")) if ENV("STANDIN_MLA") else None
         self.backend = args.attention_backend or "flashinfer"
         self.layers = sorted(range(1, 61))  # Kimi K2's MoE layers, as the real log numbers them
+        # the families whose attention is neither plain GQA nor MLA, from the checkpoint's config.json; their decode
+        # step at --cuda-graph-max-bs is what the captured graphs' pool holds, on top of STANDIN_READY_GB
+        self.family = live_sets.from_checkpoint(Path(args.model_path), self.tp, self.backend, self.total)
+        if self.family is not None:
+            bs = args.cuda_graph_max_bs or 1
+            self.ready += self.family.decode(bs, args.context_length or 0) + bs * 2 * 2**20  # + 2 MiB per size
         self.held = 0
         self.lock = threading.Lock()
 
@@ -169,6 +178,8 @@ class GpuMemory:
 
     def attention(self, m: int, prefixes: list[int]) -> int:
         """The attention step's live set of an m-token chunk over each batch request's prefix."""
+        if self.family is not None:  # the DSA indexer splits its logits by what the card has free now
+            return self.family.extend(m, prefixes, self.total - self.reserved - self.held)
         if not self.mla:
             return 0
         prefix = sum(prefixes)
@@ -351,12 +362,13 @@ class Engine:
             with self.lock:  # --enable-mixed-chunk: the decoding requests ride in this batch with their context
                 riders = dict(self.decoding) if self.args.enable_mixed_chunk else {}
                 usage = self.tokens_in_use / self.max_total
+            seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
+            # the pass is under way before its line is logged: a reader of the log never sees it idle
+            self.pass_ends = time.time() + seconds
             log(
                 f"Prefill batch, #new-seq: 1, #new-token: {m}, #cached-token: {done}, token usage: {usage:.2f}, "
                 f"#running-req: {len(riders)}, #queue-req: 0, input throughput (token/s): {rate:.2f}, cuda graph: False"
             )
-            seconds = max(m / rate, float(ENV("STANDIN_MIN_CHUNK_S", "0.1")))
-            self.pass_ends = time.time() + seconds
             self.gpu.chunk(m, [done, *riders.values()], seconds, n)
             done += m
         self.realtime.labels(**self.lv, mode="prefill_compute").inc(n - cached)

@@ -1,0 +1,108 @@
+"""kt-kernel 0.7.2's CPU-weight converter run for real on random-weight checkpoints, against the plan's figures.
+
+    python benchmarks/convert_measure.py OUT.json [--shapes tiny,v2lite]
+
+Needs KTWIZARD_KT_PYTHON (a Python with kt-kernel 0.7.2 and torch), KTWIZARD_KT_CONVERTER (convert_cpu_weights.py of
+kvcache-ai/ktransformers 95009ea6) and a CPU with AVX512F + AVX512BW (the AMX classes' ISA). Each shape's checkpoint
+is written with random BF16 weights in the real tensor layout (tests/safetensors_fixture.py), read by ktwizard's own
+inspector into the spec the planner sizes, converted by ktwizard.deploy.convert.run (the code `ktwizard convert`
+runs), and the measured peak RSS, /dev/shm scratch (sampled), seconds and output bytes are set beside
+ktwizard.planner.convert.needs. Shapes: `tiny` is the test's (4 experts, H = I = 512); `v2lite` is DeepSeek-V2-Lite's
+real widths (64 experts, H 2048, I 1408) with 3 decoder layers, the first dense.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "integration")]
+
+
+def shapes() -> dict[str, dict]:
+    from ktwizard.models.presets import get_preset
+
+    base = dict(get_preset("deepseek-v2-lite").config)
+    tiny = dict(base, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1, num_hidden_layers=2,
+                first_k_dense_replace=1, hidden_size=512, moe_intermediate_size=512, intermediate_size=1024,
+                vocab_size=1024, num_attention_heads=4, num_key_value_heads=4, n_group=1, topk_group=1)  # fmt: skip
+    v2lite = dict(base, num_hidden_layers=3, first_k_dense_replace=1, vocab_size=8192)
+    return {"tiny": tiny, "v2lite": v2lite}
+
+
+def scratch_sampler(stop: threading.Event, peak: list[int]) -> None:
+    """The largest /dev/shm/kt_convert_* total seen, every 20 ms (the converter's per-layer .kt files, cc:618-619)."""
+    while not stop.is_set():
+        total = 0
+        for d in Path("/dev/shm").glob("kt_convert_*"):
+            for f in d.rglob("*"):
+                with contextlib.suppress(OSError):
+                    total += f.stat().st_size if f.is_file() else 0
+        peak[0] = max(peak[0], total)
+        time.sleep(0.02)
+
+
+def measure(name: str, cfg: dict, work: Path) -> dict:
+    from test_convert import write_random
+
+    from ktwizard.deploy.convert import converter, run
+    from ktwizard.models.inspect import inspect_checkpoint
+    from ktwizard.planner.convert import needs
+
+    src = work / name
+    write_random(src, cfg)
+    spec = inspect_checkpoint(str(src)).spec
+    plan = needs(spec, "AMXINT4")
+    py, script = converter()
+    stop, peak = threading.Event(), [0]
+    sampler = threading.Thread(target=scratch_sampler, args=(stop, peak), daemon=True)
+    sampler.start()
+    try:
+        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", os.cpu_count() or 1, 1)
+    finally:
+        stop.set()
+        sampler.join()
+    out_bytes = sum(f.stat().st_size for f in done.output.rglob("*") if f.is_file() and f.suffix == ".safetensors")
+    # the plan's RAM is the converter's own bytes over the interpreter's, plus the /dev/shm scratch (tmpfs is RAM)
+    return {
+        "shape": name,
+        "checkpoint_bytes": (src / "model.safetensors").stat().st_size,
+        "moe_layers": plan.layers,
+        "layers_converted": done.layers,
+        "seconds": round(done.seconds, 2),
+        "plan_disk": plan.disk,
+        "measured_disk": out_bytes,
+        "plan_ram": plan.ram,
+        "plan_scratch": plan.scratch,
+        "measured_peak_rss": done.peak_rss,
+        "measured_scratch_peak": peak[0],
+    }
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    wanted = sys.argv[3].split(",") if sys.argv[2:3] == ["--shapes"] else list(shapes())
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in wanted:
+            rows.append(measure(name, shapes()[name], Path(tmp)))
+            print(json.dumps(rows[-1]), flush=True)
+    out.write_text(json.dumps({"cpu": _cpu(), "rows": rows}, indent=1) + "\n")
+
+
+def _cpu() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+if __name__ == "__main__":
+    main()
