@@ -195,8 +195,10 @@ def run_capped(
 # Ports the tests serve on: below Linux's ephemeral range (32768-60999, ip_local_port_range), where the kernel never
 # hands one out for an outgoing connection or a bind to port 0 between free_port's check and the server's bind. Each
 # pytest-xdist worker takes its own slice and walks it from a point of its own, so workers and parallel runs do not
-# pick the same port; a port found bound is passed over.
+# pick the same port; a port found bound is passed over. Successive ports are PORT_STEP apart: a fleet's replicas
+# listen on the ports after its router's (fleet/plan.py), which the next free_port must not hand out.
 PORTS = range(20000, 32000)
+PORT_STEP = 8
 
 
 def _port_slice() -> range:
@@ -217,9 +219,9 @@ def free_port() -> int:
     ports = _port_slice()
     if not _next_port:
         _next_port.append(ports.start + os.getpid() % len(ports))
-    for _ in range(len(ports)):
+    for _ in range(len(ports) // PORT_STEP):
         port = _next_port[0]
-        _next_port[0] = port + 1 if port + 1 < ports.stop else ports.start
+        _next_port[0] = ports.start + (port - ports.start + PORT_STEP) % len(ports)
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

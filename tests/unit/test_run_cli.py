@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import HOSTS, needs_process, run_cli, run_cli_inprocess, run_cli_process
@@ -81,3 +82,13 @@ def test_in_process_leaves_this_process_as_it_was(tmp_path):
 )
 def test_what_needs_a_process_gets_one(args, env):
     assert needs_process(args, env)
+
+
+def test_free_ports_sit_below_the_ephemeral_range_and_leave_room_for_a_fleets_replicas():
+    from conftest import PORT_STEP, free_port
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(50)]
+    assert all(p < low for p in ports) and len(set(ports)) == 50
+    # a router on p has its replicas on p+1, p+2, ...: none of them is the next port handed out
+    assert all(abs(b - a) >= PORT_STEP for a, b in zip(ports, ports[1:], strict=False))
