@@ -50,18 +50,123 @@ def host_dir(request) -> Path:
     return HOSTS / request.param
 
 
-def run_cli(
+def _launch_args(args: tuple[str, ...], verify: bool) -> tuple[str, ...]:
+    """A launch skips its verify step (--no-verify) unless `verify`: the tests of launch's other steps would each wait
+    for a long verify prompt."""
+    if args and args[0] == "launch" and not verify and "--no-verify" not in args:
+        return (*args, "--no-verify")
+    return args
+
+
+def run_cli_process(
     *args: str, env: dict | None = None, timeout: float = 60, verify: bool = False
 ) -> subprocess.CompletedProcess:
-    """Run `python -m ktwizard` as a user would, with its real exit code and output. A launch skips its verify step
-    (--no-verify) unless `verify`: the tests of launch's other steps would each wait for a long verify prompt."""
-    if args and args[0] == "launch" and not verify and "--no-verify" not in args:
-        args = (*args, "--no-verify")
+    """Run `python -m ktwizard` as a user would, in a process of its own, with its real exit code and output: for what
+    needs a real process (signals, a terminal, children that outlive the command, an environment read at import)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=full_env, timeout=timeout
+        [sys.executable, "-m", "ktwizard", *_launch_args(args, verify)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
     )
+
+
+# The commands that run in a process of their own: they start or follow servers and dashboards, install signal
+# handlers, mark modules absent (monitor's lean process) or read a terminal; everything else runs in this process.
+PROCESS_COMMANDS = frozenset(
+    {"launch", "stop", "logs", "restart", "monitor", "exporter", "download", "convert", "chat", "bench", "verify"}
+)
+PROCESS_FLEET = frozenset({"launch", "stop", "status"})
+
+
+def needs_process(args: tuple[str, ...], env: dict | None) -> bool:
+    """Whether `ktwizard ARGS` must run in a process of its own (PROCESS_COMMANDS), or its environment matters before
+    ktwizard runs: huggingface_hub reads HF_* at import, PYTHON* changes what imports."""
+    if not args or (args[0].startswith("-") and args[0] not in ("--version", "--help", "-h")):
+        return True  # the wizard
+    if args[0] in PROCESS_COMMANDS or (args[0] == "fleet" and len(args) > 1 and args[1] in PROCESS_FLEET):
+        return True
+    if "--bandwidth" in args:  # a measurement: threads pinned to CPUs, in a process of its own as a user runs it
+        return True
+    return any("hf:" in a for a in args) or any(k.startswith(("HF_", "PYTHON")) for k in env or {})
+
+
+class _Hung(BaseException):
+    """Raised in the command by its deadline's alarm: past every `except Exception` it might have."""
+
+
+def run_cli_inprocess(
+    *args: str, env: dict | None = None, timeout: float = 60, verify: bool = False
+) -> subprocess.CompletedProcess:
+    """`ktwizard ARGS` through ktwizard.cli.main in this process, as `python -m ktwizard` would run it: the same
+    stdout, stderr and exit code (an uncaught exception is its traceback and 1, as Python prints it), with
+    the environment (os.environ plus `env`), the working folder and stdin (empty, as /dev/null) set for the command
+    and put back after. tests/unit/test_run_cli.py checks it against run_cli_process on a sample of commands."""
+    import io
+    import signal
+    import traceback
+
+    from ktwizard.cli import main
+
+    argv = list(_launch_args(args, verify))
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_streams = sys.stdin, sys.stdout, sys.stderr
+    out, err = io.StringIO(), io.StringIO()
+
+    def hung(signum, frame):
+        raise _Hung
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    os.environ.update(env or {})
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(""), out, err
+    try:
+        try:
+            code: object = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        except _Hung:
+            raise
+        except BaseException:  # noqa: BLE001 - what Python prints for an uncaught exception, and its exit code
+            traceback.print_exc(file=err)
+            code = 1
+    except _Hung:
+        raise subprocess.TimeoutExpired(["ktwizard", *argv], timeout, out.getvalue(), err.getvalue()) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        sys.stdin, sys.stdout, sys.stderr = saved_streams
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # SystemExit("message"): Python prints it and exits 1
+        err.write(f"{code}\n")
+        code = 1
+    return subprocess.CompletedProcess(
+        ["ktwizard", *argv], code, _text_mode(out.getvalue()), _text_mode(err.getvalue())
+    )
+
+
+def _text_mode(text: str) -> str:
+    """What a pipe read in text mode gives for `text` (subprocess.run(text=True): universal newlines)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def run_cli(
+    *args: str, env: dict | None = None, timeout: float = 60, verify: bool = False
+) -> subprocess.CompletedProcess:
+    """Run `ktwizard ARGS` as a user would, with its real exit code and output: in this process where that is the same
+    (run_cli_inprocess), in a process of its own where the command needs one (needs_process, run_cli_process)."""
+    import threading
+
+    own = needs_process(args, env) or threading.current_thread() is not threading.main_thread()  # the alarm's thread
+    runner = run_cli_process if own else run_cli_inprocess
+    return runner(*args, env=env, timeout=timeout, verify=verify)
 
 
 def run_capped(
@@ -87,12 +192,43 @@ def run_capped(
     return out, time.monotonic() - start
 
 
+# Ports the tests serve on: below Linux's ephemeral range (32768-60999, ip_local_port_range), where the kernel never
+# hands one out for an outgoing connection or a bind to port 0 between free_port's check and the server's bind. Each
+# pytest-xdist worker takes its own slice and walks it from a point of its own, so workers and parallel runs do not
+# pick the same port; a port found bound is passed over. Successive ports are PORT_STEP apart: a fleet's replicas
+# listen on the ports after its router's (fleet/plan.py), which the next free_port must not hand out.
+PORTS = range(20000, 32000)
+PORT_STEP = 8
+
+
+def _port_slice() -> range:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    index = int(worker) if worker.isdigit() else 0
+    size = len(PORTS) // max(count, 1)
+    return range(PORTS.start + index * size, PORTS.start + (index + 1) * size)
+
+
+_next_port: list[int] = []
+
+
 def free_port() -> int:
+    """A port nothing on 127.0.0.1 is bound to, outside the ephemeral range (PORTS)."""
     import socket
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    ports = _port_slice()
+    if not _next_port:
+        _next_port.append(ports.start + os.getpid() % len(ports))
+    for _ in range(len(ports) // PORT_STEP):
+        port = _next_port[0]
+        _next_port[0] = ports.start + (port - ports.start + PORT_STEP) % len(ports)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
 @contextlib.contextmanager
@@ -175,18 +311,32 @@ SESSION_MARK = f"KTWIZARD_TEST_SESSION={os.getpid()}".encode()
 os.environ["KTWIZARD_TEST_SESSION"] = str(os.getpid())
 
 
+def _read(path: str) -> bytes:
+    """A /proc file's bytes, read whole through the file descriptor: this runs twice for every test over every process
+    on the machine, and Path.read_bytes' buffered file object took three times as long (35 ms a scan, loaded)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = [os.read(fd, 1 << 16)]
+        while len(chunks[-1]) == 1 << 16:  # a short read is the end: the kernel gives what is left at once
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def _ours() -> dict[int, bytes]:
     """This session's processes of the kinds above, by command line (argv joined by spaces, so `sh -c "python3 -m
     ktwizard monitor ..."` matches as well as the program itself)."""
     found = {}
+    me = str(os.getpid())
     for p in os.listdir("/proc"):
-        if not p.isdigit() or int(p) == os.getpid():
+        if not p.isdigit() or p == me:
             continue
         try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\x00", b" ")
+            cmd = _read(f"/proc/{p}/cmdline").replace(b"\x00", b" ")
             if not any(m in cmd for m in LEFTOVER_MARKS):
                 continue
-            if SESSION_MARK not in Path(f"/proc/{p}/environ").read_bytes().split(b"\x00"):
+            if SESSION_MARK not in _read(f"/proc/{p}/environ").split(b"\x00"):
                 continue
         except OSError:
             continue

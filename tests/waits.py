@@ -33,3 +33,13 @@ async def polls(pilot, polled: list, n: int = 2) -> None:
     last key, the second cannot have."""
     start = len(polled)
     await until(pilot, lambda: len(polled) >= start + n, f"{n} more polls of the source")
+
+
+async def settled(pilot, limit: float = HANG) -> None:
+    """Until the app's workers (a probe, an inspection in a thread) have finished, and what they handed back to the
+    app (call_from_thread returns once it has run) has been drawn."""
+    try:
+        await asyncio.wait_for(pilot.app.workers.wait_for_complete(), limit)
+    except TimeoutError:
+        raise AssertionError(f"the app's workers never finished within {limit:.0f} s") from None
+    await pilot.pause()

@@ -60,8 +60,10 @@ def test_monitor_follows_the_standin_rate_and_alerts_on_kill(docker_client, stan
         for w in workers:
             w.start()
         mon = Monitor(url=f"http://127.0.0.1:{port}", container=name, gpus=False)
-        time.sleep(1.0)
-        mon.sample()
+        deadline = time.monotonic() + 60  # both streams decoding (a hang bound): the rate's window starts then
+        while not ((s := mon.sample()).server.running == 2 and (s.server.decode_tps or 0) > 40):
+            assert time.monotonic() < deadline, "the two streams never decoded together"
+            time.sleep(0.1)
         t0 = time.monotonic()
         time.sleep(3.0)
         s = mon.sample()
@@ -72,7 +74,11 @@ def test_monitor_follows_the_standin_rate_and_alerts_on_kill(docker_client, stan
         for w in workers:
             w.join()
         docker_client.containers.get(name).kill()
-        time.sleep(0.5)
+        box = docker_client.containers.get(name)
+        deadline = time.monotonic() + 60  # the engine has seen it exit (a hang bound), not a 0.5 s guess
+        while box.status != "exited" and time.monotonic() < deadline:
+            time.sleep(0.1)
+            box.reload()
         s = mon.sample()
         texts = " ".join(a.text for a in s.alerts)
         assert "metrics endpoint gone" in texts and f"container {name} is exited" in texts

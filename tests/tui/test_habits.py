@@ -158,22 +158,18 @@ def test_dashboard_zoom_scroll_whose_machine_and_hidden_fields():
             text = "\n".join(screen_text(app))
             assert "KV use %" in text and "inter-token latency" in text and "decode tok/s" in text
             await pilot.press("3")
-            await pilot.pause(0.2)
-            assert app.screen.query_one("#gpu").region.height > 0
+            await until(pilot, lambda: app.screen.query_one("#gpu").region.height > 0, "the GPU pane shown again")
             log = app.screen.query_one("LogPane")
             for i in range(200):
                 log.add(f"line {i} " + "x" * 150)
             await pilot.press("l")  # full log: whole lines, wrapped, and the keyboard scrolls it
-            await pilot.pause(0.2)
             wrapped = app.screen.query_one("#log-wrapped")
-            assert wrapped.display and app.focused is wrapped
+            await until(pilot, lambda: wrapped.display and app.focused is wrapped, "the full log, focused")
             before = wrapped.scroll_y
             await pilot.press("home")
-            await pilot.pause(0.1)
-            assert wrapped.scroll_y < before
+            await until(pilot, lambda: wrapped.scroll_y < before, "the full log scrolled to its top")
             await pilot.press("escape")
-            await pilot.pause(0.1)
-            assert not wrapped.display
+            await until(pilot, lambda: not wrapped.display, "the full log closed")
 
     asyncio.run(go())
 

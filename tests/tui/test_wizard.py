@@ -7,7 +7,7 @@ import re
 
 import pytest
 from conftest import HOSTS, run_cli
-from waits import until
+from waits import HANG, settled, until
 
 from ktwizard.host.probe import probe
 from ktwizard.host.spec import load_host
@@ -289,9 +289,9 @@ def test_screen_snapshots(snap_compare, step, size):
             await set_input(pilot, "concurrency", "2")
         if step == "launch":
             await pilot.press("ctrl+n")
-        await pilot.pause(0.3)
+        await settled(pilot)
         pilot.app.screen.set_focus(None)  # no blinking cursor in the frame
-        await pilot.pause(0.3)
+        await settled(pilot)
 
     assert snap_compare(app_for(), terminal_size=size, run_before=run_before)
 
@@ -428,9 +428,8 @@ def test_command_palette_then_page_keys_in_one_burst():
 
 def test_inspecting_a_folder_of_fifos_never_hangs_the_wizard(tmp_path):
     """A checkpoint folder whose config.json and shard are FIFOs: opening them would block forever (and keep the
-    process alive after Ctrl-C); the wizard says why within seconds and stays usable."""
+    process alive after Ctrl-C); the wizard says why, never waits on them, and stays usable."""
     import os
-    import time
 
     folder = tmp_path / "fifo-ckpt"
     folder.mkdir()
@@ -443,12 +442,9 @@ def test_inspecting_a_folder_of_fifos_never_hangs_the_wizard(tmp_path):
             await pilot.press("n")
             await pilot.pause()
             await set_input(pilot, "model-dir", str(folder))
-            start = time.monotonic()
             app.screen.query_one("#inspect").press()
             await pilot.pause()
-            await asyncio.wait_for(app.workers.wait_for_complete(), 10)
-            await pilot.pause()
-            assert time.monotonic() - start < 10
+            await settled(pilot)  # a hang bound (waits.HANG), not a verdict on how fast a loaded machine answers
             return str(app.screen.query_one("#model-info").render())
 
     said = asyncio.run(go())
@@ -497,7 +493,7 @@ def test_the_host_step_takes_enter_on_its_selector_and_a_spec_file(tmp_path):
             await pilot.press("enter")  # opens the list
             await pilot.pause()
             await pilot.press("down", "enter")
-            await pilot.pause(0.3)
+            await settled(pilot)  # the bundled host loaded
             picked = app.state.host_ref
             box = app.screen.query_one("#host-file")
             box.focus()
@@ -553,13 +549,15 @@ def test_the_wizard_records_routing_and_relaunches_with_frequency_placement(
     port = free_port()
     name = f"ktw-wizroute-{port}"
 
-    async def wait_for(pilot, log, words: str, seconds: float = 60) -> str:
-        for _ in range(int(seconds * 10)):
-            await pilot.pause(0.1)
-            text = "\n".join(str(line.text) for line in log.lines)
-            if words in text:
-                return text
-        raise AssertionError(f"{words!r} not in the launch log:\n" + "\n".join(str(x.text) for x in log.lines))
+    def logged(log) -> str:
+        return "\n".join(str(line.text) for line in log.lines)
+
+    async def wait_for(pilot, log, words: str, seconds: float = HANG) -> str:
+        try:
+            await until(pilot, lambda: words in logged(log), f"{words!r} in the launch log", max(3 * seconds, HANG))
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}:\n{logged(log)}") from None
+        return logged(log)
 
     async def go():
         app = app_for()
@@ -569,21 +567,15 @@ def test_the_wizard_records_routing_and_relaunches_with_frequency_placement(
             s = await launch_standin(pilot, checkpoint, goals, standin_image, name, port, env)
             log = s.query_one("#launch-log")
             await wait_for(pilot, log, "ready at", 60)
-            for _ in range(50):
-                await pilot.pause(0.1)
-                if isinstance(app.screen, MonitorScreen):
-                    break
+            await until(pilot, lambda: isinstance(app.screen, MonitorScreen), "the monitor opened after the launch")
             await pilot.press("escape")
             await pilot.pause()
             await pilot.press("b")
             text = await wait_for(pilot, log, "routing is skewed", 90)
             await pilot.press("f")
             text = await wait_for(pilot, log, "decode before", 120)
-            for _ in range(100):  # the relaunched server's monitor opens next; the app ends only once it has
-                await pilot.pause(0.1)
-                if isinstance(app.screen, MonitorScreen):
-                    break
-            assert isinstance(app.screen, MonitorScreen)
+            # the relaunched server's monitor opens next; the app ends only once it has
+            await until(pilot, lambda: isinstance(app.screen, MonitorScreen), "the relaunched server's monitor")
             return text
 
     try:

@@ -134,10 +134,11 @@ def test_a_wheel_install_runs_from_any_folder(tmp_path):
     """`pip install .` (not editable) into a fresh venv carries presets/ and assets/ and runs from /; it carries the
     bytecode too, even where PYTHONDONTWRITEBYTECODE is set (docs/testing.md: plan is not compiled on every run)."""
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=True)
+    # no pip of its own (ensurepip took 20 s of the test's 60 on two loaded cores): this pip installs into it
+    venv.create(env_dir, system_site_packages=True, with_pip=False)
     py = env_dir / "bin" / "python"
     out = subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", "--no-deps", str(REPO)],
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(REPO)],
         capture_output=True,
         text=True,
         timeout=300,

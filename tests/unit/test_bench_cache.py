@@ -14,6 +14,7 @@ import time
 import httpx
 import pytest
 from conftest import TESTS, free_port
+from waits import HANG
 
 from ktwizard.bench.runner import Sweep, run
 from ktwizard.models.presets import get_preset
@@ -34,17 +35,22 @@ def standin(tmp_path):
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(100):
-            try:
-                if httpx.get(url + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+        deadline = time.monotonic() + HANG  # a bound on a hang, not on how fast a loaded machine starts it
+        while not _healthy(url):
+            assert proc.poll() is None, f"the stand-in exited ({proc.returncode}) before it was healthy"
+            assert time.monotonic() < deadline, f"the stand-in was not healthy within {HANG:.0f} s"
             time.sleep(0.1)
         yield url
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url + "/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 class OldPrompts:

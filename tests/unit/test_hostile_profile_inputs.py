@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from ktwizard.host.spec import load_host
 from ktwizard.planner.types import Goals
@@ -19,11 +18,8 @@ from ktwizard.serial import dump_json
 
 
 def _cli(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp / "s"), "XDG_DATA_HOME": str(tmp / "d"), "XDG_CONFIG_HOME": str(tmp)}
-    return subprocess.run(
-        [sys.executable, "-m", "ktwizard", *argv], capture_output=True, text=True, timeout=60, env=env,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    env = {"XDG_STATE_HOME": str(tmp / "s"), "XDG_DATA_HOME": str(tmp / "d"), "XDG_CONFIG_HOME": str(tmp)}
+    return run_cli(*argv, env=env, verify=True)  # verify=True: the arguments as given, no --no-verify added
 
 
 def _one_line(out: subprocess.CompletedProcess[str], code: int) -> str:

@@ -11,24 +11,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 
 def _cli(tmp: Path, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {
-        **os.environ,
         "XDG_STATE_HOME": str(tmp / "state"),
         "XDG_DATA_HOME": str(tmp / "data"),
         "XDG_CONFIG_HOME": str(tmp / "config"),
         "DOCKER_HOST": "unix:///nonexistent/docker.sock",
     }
-    return subprocess.run(
-        [sys.executable, "-m", "ktwizard", *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_cli(*argv, env=env, timeout=timeout, verify=True)  # verify=True: no --no-verify added
 
 
 def _use(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

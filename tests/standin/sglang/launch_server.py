@@ -639,10 +639,14 @@ def make_handler(args, engine: Engine, ready: threading.Event):
                     self.send_header("Content-Type", "text/event-stream")
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
-                last = time.time()
+                last = due = time.time()
                 for i in range(max_tokens):
                     if i:
-                        time.sleep(engine.step_delay())
+                        # each token is due one step after the last one's due time, not one step after it was
+                        # sent: a loaded machine's late wake-ups and slow writes are made up, so the stream keeps
+                        # the rate it was told (STANDIN_DECODE_TPS) rather than drifting below it
+                        due += engine.step_delay()
+                        time.sleep(max(0.0, due - time.time()))
                         now = time.time()
                         engine.itl.labels(served).observe(now - last)
                         last = now
