@@ -62,6 +62,7 @@ ENV = os.environ.get
 STEP = float(ENV("STANDIN_STEP_S", "0.2"))
 GPU_GB = float(ENV("STANDIN_GPU_GB", "95.0"))
 FAIL = ENV("STANDIN_FAIL", "")
+ANSWERED_READY = threading.Event()  # die_after_ready: set when /health answered 200 after ready
 # In the image the catalog sits beside the package; run from a checkout it is ktwizard's bundled copy.
 _HERE = Path(__file__).resolve().parent
 CATALOG = next(
@@ -469,7 +470,11 @@ def make_handler(args, engine: Engine, ready: threading.Event):
             if self.refused(path):
                 return None
             if path in ("/health", "/health_generate"):
-                return self.reply(health(path), b"", "text/plain")
+                code = health(path)
+                self.reply(code, b"", "text/plain")
+                if FAIL == "die_after_ready" and code == 200:
+                    ANSWERED_READY.set()  # the launcher has seen it serve: now it may die
+                return None
             if path == "/flush_cache":  # GET and POST alike (http_server.py:735)
                 return self.flush()
             if path == "/v1/models":
@@ -801,7 +806,9 @@ def serve(args) -> None:
     ready.set()
     log("The server is fired up and ready to roll!")
     if FAIL == "die_after_ready":
-        time.sleep(float(ENV("STANDIN_DIE_AFTER_S", "2")))
+        # once a health check after ready was answered (the launcher's own), however slow the machine is
+        ANSWERED_READY.wait()
+        time.sleep(float(ENV("STANDIN_DIE_AFTER_S", "0")))
         os.kill(os.getpid(), signal.SIGKILL)
     while True:
         time.sleep(3600)
