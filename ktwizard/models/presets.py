@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -210,11 +210,16 @@ class Recipe:
 def all_recipes() -> dict[str, Recipe]:
     out = {}
     for path in sorted((PRESETS / "recipes").glob("*.yaml")):
-        from ktwizard.serial import read_structured
-
-        d = read_structured(path, trusted=True)
-        out[d["id"]] = Recipe(**{k: d[k] for k in Recipe.__dataclass_fields__ if k in d})
+        r = kept("recipe", path, partial(_recipe_from, path))
+        out[r.id] = r
     return out
+
+
+def _recipe_from(path: Path) -> Recipe:
+    from ktwizard.serial import read_structured
+
+    d = read_structured(path, trusted=True)
+    return Recipe(**{k: d[k] for k in Recipe.__dataclass_fields__ if k in d})
 
 
 def recipe_for(preset_id: str) -> Recipe | None:
