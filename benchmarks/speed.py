@@ -4,6 +4,8 @@
   nothing is compiled ahead (an editable install under PYTHONDONTWRITEBYTECODE, docs/testing.md);
 - `probe --json` on this machine (NVML included), median of 9, target <= 0.25 s;
 - the wizard's first paint: process start to the Host step on a pseudo-terminal, median of 5, target <= 0.5 s;
+- `presets --host FILE` (the wizard's badged model list, every preset screened against a host file), median of 9
+  after one run that starts with an empty cache folder (the first run after an install or upgrade: `cold_s`);
 - the dashboard's resident memory and CPU beside nvitop's: benchmarks/footprint.py (a live server, three dashboards).
 
 Usage: python benchmarks/speed.py OUT.json   (on the GPU machine)
@@ -26,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 PLAN = ["plan", "--preset", "kimi-k2.7-code", "--host", "rtx-pro-6000-epyc-9355", "--format", "json"]
+PRESETS = ["presets", "--host", str(ROOT / "assets" / "hosts" / "h200-1gpu-xeon-amx.yaml")]
 
 
 def timed(argv: list[str], runs: int, cwd: Path = ROOT, env: dict[str, str] | None = None) -> list[float]:
@@ -133,6 +136,12 @@ def main() -> None:
     compiling = timed_compiling([*two, PY, "-m", "ktwizard", *PLAN], 9)
     probe = timed([PY, "-m", "ktwizard", "probe", "--json"], 9)
     paint = first_paint(b"1 Host", 5)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ktwizard-cache-") as cache:  # a cache folder of this run's own
+        env = {**os.environ, "XDG_CACHE_HOME": cache}
+        presets_cold = timed([PY, "-m", "ktwizard", *PRESETS], 1, env=env)
+        presets = timed([PY, "-m", "ktwizard", *PRESETS], 9, env=env)
     result = {
         "machine": os.uname().nodename,
         "cpus": os.cpu_count(),
@@ -140,6 +149,7 @@ def main() -> None:
         "plan_json_two_cores_compiling_every_run_s": summary(compiling),
         "probe_s": summary(probe),
         "wizard_first_paint_s": summary(paint),
+        "presets_host_file_s": {**summary(presets), "cold_s": round(presets_cold[0], 3)},
         "breakdown": breakdown(),
     }
     out_path.write_text(json.dumps(result, indent=1) + "\n")

@@ -29,12 +29,12 @@ def config_path() -> Path:
 
 
 def load_config(path: Path | None = None) -> dict[str, Any]:
-    from ktwizard.inputs import parse_count
-    from ktwizard.serial import read_structured
-
     path = path or config_path()
     if not path.exists():
         return {}
+    from ktwizard.inputs import parse_count  # where there is a file to read: the wizard paints without them
+    from ktwizard.serial import read_structured
+
     data = read_structured(path)
     if data is None:
         return {}

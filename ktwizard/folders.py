@@ -46,6 +46,11 @@ def config() -> Path:
     return _xdg("XDG_CONFIG_HOME", ".config")
 
 
+def cache() -> Path:
+    """What ktwizard rebuilds whenever it is missing: the bundled catalogue as read and built (ktwizard/kept.py)."""
+    return _xdg("XDG_CACHE_HOME", ".cache")
+
+
 def models() -> Path:
     """Where `ktwizard download` puts a checkpoint when no --dir is given: one folder per repository."""
     return data() / "models"

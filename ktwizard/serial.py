@@ -10,7 +10,6 @@ import dataclasses
 import json
 import os
 import stat
-import tempfile
 import types
 import typing
 from functools import cache
@@ -258,6 +257,8 @@ def write_atomic(path: Path, text: str | bytes) -> None:
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise BadInput(f"{path}: not a regular file (a folder, a pipe or a socket); give a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: a dashboard that only reads records never loads it (nor random, which it imports)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fb:

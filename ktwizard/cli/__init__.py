@@ -45,6 +45,23 @@ OTHER_NAMES = {
 }
 
 
+WIZARD = "<wizard>"  # build_parser(WIZARD): the wizard's own options, no command group
+
+
+def _wizard_only(argv: list[str]) -> bool:
+    """argv opens the wizard and names no command: nothing, or only --host and --profile with their values."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in ("--host", "--profile") and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            i += 2
+        elif word.startswith(("--host=", "--profile=")):
+            i += 1
+        else:
+            return False
+    return True
+
+
 def owner(command: str) -> str | None:
     """The group that registers `command`, or None when no group does."""
     group = OTHER_NAMES.get(command, command)
@@ -68,7 +85,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"ktwizard {__version__} (plans for {SGLANG_KT})")
     sub = p.add_subparsers(dest="command", parser_class=Parser)
     group = owner(command) if command else None
-    for name in (group,) if group else GROUPS:
+    for name in () if command == WIZARD else (group,) if group else GROUPS:
         import_module(f"ktwizard.cli.{name}").register(sub)
     _add_examples(sub, "", EXAMPLES)
     return p
@@ -101,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    if _wizard_only(argv):  # no command to parse: the wizard paints without loading any group's module
+        args = build_parser(WIZARD).parse_args(argv)
+    else:
+        args = build_parser(argv[0] if argv else None).parse_args(argv)
     if not getattr(args, "command", None):
         from ktwizard.cli.wizard import run_wizard
 

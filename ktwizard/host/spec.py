@@ -23,6 +23,7 @@ from ktwizard.host.profile import (
     MemorySpeed,
     NumaNode,
 )
+from ktwizard.kept import kept
 from ktwizard.serial import from_data, read_structured
 from ktwizard.textsafe import scrubbed
 from ktwizard.units import GiB
@@ -216,8 +217,10 @@ def load_host(ref: str) -> HostProfile:
     if path.exists():
         return host_from_data(read_structured(path), str(path))
     bundled = ASSETS / f"{ref}.yaml"
-    if bundled.exists():
-        return host_from_data(read_structured(bundled, trusted=True), f"bundled host '{ref}'")
+    if bundled.exists():  # kept between runs (ktwizard/kept.py): no YAML read where the file has not changed
+        return kept(
+            "host", bundled, lambda: host_from_data(read_structured(bundled, trusted=True), f"bundled host '{ref}'")
+        )
     raise BadInput(
         f"--host {ref}: no such file and no bundled host of that name (bundled: {', '.join(bundled_hosts())})"
     )

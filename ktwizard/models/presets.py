@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cache
-from typing import Any
+from functools import cache, partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ktwizard.bundled import bundled
 from ktwizard.errors import BadInput
-from ktwizard.models.build import build_spec
-from ktwizard.models.config import parse_config
-from ktwizard.models.spec import ModelSpec
-from ktwizard.serial import read_structured
+from ktwizard.kept import kept
+
+if TYPE_CHECKING:  # built from the cache (ktwizard/kept.py) where current: the tensor inventory is not imported
+    from ktwizard.models.spec import ModelSpec
 
 PRESETS = bundled("presets")
 
@@ -119,9 +120,20 @@ def _checkpoint(data: Any, where: str) -> Checkpoint:
 def all_presets() -> dict[str, Preset]:
     out = {}
     for path in sorted((PRESETS / "models").glob("*.yaml")):
-        p = _preset_from(read_structured(path, trusted=True), str(path))
+        p = _read(path)
         out[p.id] = p
     return out
+
+
+def _read(path: Path) -> Preset:
+    """A bundled preset file as read (kept between runs: ktwizard/kept.py)."""
+
+    def build() -> Preset:
+        from ktwizard.serial import read_structured
+
+        return _preset_from(read_structured(path, trusted=True), str(path))
+
+    return kept("preset", path, build)
 
 
 def get_preset(preset_id: str) -> Preset:
@@ -157,15 +169,24 @@ def aliases() -> dict[str, str]:
 
 @cache
 def _load_one(preset_id: str) -> Preset:
-    path = PRESETS / "models" / f"{preset_id}.yaml"
-    return _preset_from(read_structured(path, trusted=True), str(path))
+    return _read(PRESETS / "models" / f"{preset_id}.yaml")
 
 
 @cache
 def _spec(preset_id: str) -> ModelSpec:
-    p = get_preset(preset_id)
-    spec = build_spec(parse_config(p.config, f"preset {preset_id}"), p.id, p.name, source=f"preset:{p.id}")
-    return replace(spec, repos=p.hf_repos)
+    def build() -> ModelSpec:
+        from ktwizard.models.build import build_spec
+        from ktwizard.models.config import parse_config
+
+        p = get_preset(preset_id)
+        spec = build_spec(parse_config(p.config, f"preset {preset_id}"), p.id, p.name, source=f"preset:{p.id}")
+        return replace(spec, repos=p.hf_repos)
+
+    path = PRESETS / "models" / f"{preset_id}.yaml"
+    # the spec of the preset file get_preset reads for this id, kept between runs; any other is built each time
+    if "/" not in preset_id and len(preset_id) <= 200 and path.exists():
+        return kept("spec", path, build)
+    return build()
 
 
 @dataclass(frozen=True)
@@ -189,9 +210,16 @@ class Recipe:
 def all_recipes() -> dict[str, Recipe]:
     out = {}
     for path in sorted((PRESETS / "recipes").glob("*.yaml")):
-        d = read_structured(path, trusted=True)
-        out[d["id"]] = Recipe(**{k: d[k] for k in Recipe.__dataclass_fields__ if k in d})
+        r = kept("recipe", path, partial(_recipe_from, path))
+        out[r.id] = r
     return out
+
+
+def _recipe_from(path: Path) -> Recipe:
+    from ktwizard.serial import read_structured
+
+    d = read_structured(path, trusted=True)
+    return Recipe(**{k: d[k] for k in Recipe.__dataclass_fields__ if k in d})
 
 
 def recipe_for(preset_id: str) -> Recipe | None:

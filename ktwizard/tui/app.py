@@ -68,10 +68,12 @@ class WizardApp(App):
         self.opened = profile is not None
 
     def on_mount(self) -> None:
-        from ktwizard.tui.screens import HostScreen, ModelScreen, PlanScreen
+        from ktwizard.tui.screens import HostScreen
 
         self.push_screen(HostScreen())
         if self.opened:  # a saved profile opens at its plan, with every earlier step behind it for Esc
+            from ktwizard.tui.screens import ModelScreen, PlanScreen  # else each loads when it is reached
+
             self.push_screen(ModelScreen())
             self.push_screen(PlanScreen())
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, overload
 
 if TYPE_CHECKING:  # the wizard paints its first screen before the planner is imported
     from ktwizard.deploy.records import Deployment
@@ -13,10 +13,29 @@ if TYPE_CHECKING:  # the wizard paints its first screen before the planner is im
     from ktwizard.profiles import Profile
 
 
-def _goals() -> Goals:
-    from ktwizard.planner.types import Goals
+class _DefaultGoals:
+    """The goals field: Goals() made when first read, not when the state is made, so the wizard paints its Host
+    step before the planner (which defines Goals) is imported."""
 
-    return Goals()
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._slot = f"_{name}_value"
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> None: ...
+    @overload
+    def __get__(self, obj: object, owner: type) -> Goals: ...
+    def __get__(self, obj: object | None, owner: type) -> Goals | None:
+        if obj is None:
+            return None  # the dataclass's default: the field is filled on first read
+        value = obj.__dict__.get(self._slot)
+        if value is None:
+            from ktwizard.planner.types import Goals
+
+            value = obj.__dict__[self._slot] = Goals()
+        return value
+
+    def __set__(self, obj: object, value: Goals | None) -> None:
+        obj.__dict__[self._slot] = value
 
 
 @dataclass
@@ -25,7 +44,7 @@ class WizardState:
     host_ref: str | None = None
     preset: str | None = None
     model_dir: str | None = None
-    goals: Goals = field(default_factory=_goals)
+    goals: _DefaultGoals = _DefaultGoals()
     plan: Plan | None = None
     launched: Deployment | None = None  # what this wizard started: the monitor key and the farewell name it
     routing: str | None = None  # the routing recording `b` made on the launched server

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ktwizard.monitor.view import Line, merge
 
@@ -51,6 +52,8 @@ def layout(rows: int, cols: int, zoom: str | None = None) -> list[Box]:
     ]
 
 
+# a frame asks for the few distinct characters of its borders and bars thousands of times a second
+@lru_cache(maxsize=4096)
 def cell_width(ch: str) -> int:
     if unicodedata.combining(ch):
         return 0
@@ -58,13 +61,15 @@ def cell_width(ch: str) -> int:
 
 
 def cells(s: str) -> int:
-    return len(s) if s.isascii() else sum(cell_width(c) for c in s)
+    return len(s) if s.isascii() else sum(map(cell_width, s))
 
 
 def cut(s: str, n: int) -> str:
     """s cut to at most n cells."""
     if s.isascii():
         return s[:n]
+    if len(s) <= n and cells(s) <= n:  # most runs fit whole: no walk character by character
+        return s
     used = 0
     for i, c in enumerate(s):
         used += cell_width(c)

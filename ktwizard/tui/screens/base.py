@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Input, TextArea
+from textual.widgets import Input
 
 from ktwizard.tui.state import WizardHost, WizardState
 
@@ -33,7 +33,7 @@ class WizardStep(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("next", "next_letter") and not self.NEXT:
             return False
-        return not (action in self.LETTERS and isinstance(self.focused, Input | TextArea))
+        return not (action in self.LETTERS and typed_into(self.focused))
 
     def action_next_letter(self) -> None:
         self.action_next()
@@ -64,3 +64,11 @@ class WizardStep(Screen):
         if self.state.plan is None:
             raise RuntimeError("no plan yet")
         return self.state.plan
+
+
+def typed_into(widget: object) -> bool:
+    """An Input or a TextArea (read-only too), told without importing TextArea's module: the Host step paints
+    without it, and until a step that shows one loads it no widget can be one."""
+    return isinstance(widget, Input) or any(
+        c.__name__ == "TextArea" and c.__module__.startswith("textual.") for c in type(widget).__mro__
+    )
