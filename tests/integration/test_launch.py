@@ -335,15 +335,25 @@ def test_ctrl_c_during_startup_removes_the_container(docker_client, standin_imag
         "--env",
         "STANDIN_STEP_S=3",
     ]
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal delivers it: a test run started in the background by a shell hands its children SIGINT
+    # ignored (POSIX, for asynchronous commands), and Python then never raises KeyboardInterrupt
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
-    seen = []
-    # Ctrl-C once the launch follows a started container through its phases (each 3 s long), whatever the load
-    while not (seen and seen[-1].strip().endswith("weights")):
-        seen.append(lines.get(timeout=120))  # a bound on a hang, not a verdict
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) == 130  # a bound on a hang, not a verdict
+    seen: list[str] = []
+    try:
+        # Ctrl-C once the launch follows a started container through its phases (each 3 s long), whatever the load
+        while not (seen and seen[-1].strip().endswith("weights")):
+            seen.append(lines.get(timeout=120))  # a bound on a hang, not a verdict
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 130  # a bound on a hang, not a verdict
+    finally:
+        if proc.poll() is None:  # never an orphan launcher (and its container) when the test fails
+            proc.kill()
+            proc.wait()
+            with contextlib.suppress(Exception):
+                docker_client.containers.get(name).remove(force=True)
     err = "".join(seen) + "".join(lines.get(timeout=10) for _ in range(lines.qsize()))
     assert "stopped and removed" in err, err[-800:]
     assert gone(docker_client, name)
