@@ -58,6 +58,20 @@ def _launch_args(args: tuple[str, ...], verify: bool) -> tuple[str, ...]:
     return args
 
 
+def ktwizard_in(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`python -m ktwizard ARGS` with exactly this environment (the hub, download and chain tests build theirs)."""
+    return subprocess.run(
+        [sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def one_line(result: subprocess.CompletedProcess) -> str:
+    """The one `ktwizard:` line a failure says, and no traceback."""
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("ktwizard:")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
 def run_cli_process(
     *args: str, env: dict | None = None, timeout: float = 60, verify: bool = False
 ) -> subprocess.CompletedProcess:

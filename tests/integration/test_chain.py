@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, free_port
+from conftest import REPO, free_port, ktwizard_in, one_line
 from hubserver import HubState, RecordedHub, Repo
 from safetensors_fixture import write_shard
 
@@ -61,15 +61,7 @@ def env_for(hub: RecordedHub, tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def ktwizard(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=env, timeout=timeout
-    )
-
-
-def one_line(result: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("ktwizard:")]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
+    return ktwizard_in(env, *args, timeout=timeout)
 
 
 def launch_download(env, weights: Path, name: str, *extra: str) -> subprocess.CompletedProcess:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import one_line
 from safetensors_fixture import deepseek_tensors, write_checkpoint
 
 from ktwizard.models.presets import get_preset
@@ -64,12 +65,6 @@ def ktwizard(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
     return subprocess.run(
         [sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=full, timeout=600
     )
-
-
-def one_line(result: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("ktwizard:")]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
 
 
 def test_a_cpu_without_avx512_is_refused_before_the_converter_starts(tmp_path):

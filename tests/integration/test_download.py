@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import ktwizard_in, one_line
 from hubserver import HubState, RecordedHub, Repo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,15 +77,7 @@ def env_for(hub: RecordedHub, tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def ktwizard(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ktwizard", *args], capture_output=True, text=True, env=env, timeout=timeout
-    )
-
-
-def one_line(result: subprocess.CompletedProcess) -> str:
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("ktwizard:")]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
+    return ktwizard_in(env, *args, timeout=timeout)
 
 
 def tree(folder: Path) -> dict[str, str]:
