@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ktwizard.errors import BadInput
-from ktwizard.urlauth import parse_url  # noqa: F401  (the URL check lives beside the credential rules)
 
 if TYPE_CHECKING:  # the value parsers below serve every command; models and the planner load where they are used
     from ktwizard.host.profile import HostProfile

@@ -52,7 +52,7 @@ def resolve(ref: str, with_plan: bool = True) -> Target:
     """NAME | URL → Target. A name without a record may still be a container ktwizard labelled (its URL from the
     port label); anything else is "no deployment"."""
     if "://" in ref:
-        from ktwizard.inputs import parse_url
+        from ktwizard.urlauth import parse_url
 
         return Target(url=parse_url(ref, "URL").rstrip("/"))
     from ktwizard.deploy import records
@@ -61,7 +61,7 @@ def resolve(ref: str, with_plan: bool = True) -> Target:
     check_name(ref)
     rec = records.load(ref)
     if rec is not None:
-        from ktwizard.inputs import parse_url
+        from ktwizard.urlauth import parse_url
 
         url = parse_url(rec.url, f"the record of {ref} has the URL")  # a record is a file anyone could edit
         plan = saved_plan(ref) if with_plan else None

@@ -4,7 +4,6 @@ command that removes it alone, never a crash or a negative speed; `calibration l
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import re
 from dataclasses import dataclass
@@ -132,6 +131,8 @@ def calibrate(plan: Plan, decode: list[tuple[int, int, float]], deployment: str,
     factor = factor_from(pairs)
     if factor is None:
         return None
+    import datetime  # only a calibration being written is dated
+
     cal = Calibration(
         key=key_of(plan, image),
         decode=round(factor, 3),

@@ -29,7 +29,7 @@ def fold_target(args: argparse.Namespace) -> None:
     if args.url or args.container:
         raise BadInput("give the server once: NAME|URL, --url or --container")
     if "://" in target:
-        from ktwizard.inputs import parse_url
+        from ktwizard.urlauth import parse_url
 
         args.url = parse_url(target, "URL").rstrip("/")
     else:

@@ -51,7 +51,7 @@ def seconds(flag: str, low: float = 0.1, high: float = 86400.0) -> Callable[[str
 
 
 def url(flag: str = "--url") -> Callable[[str], str]:
-    from ktwizard.inputs import parse_url
+    from ktwizard.urlauth import parse_url
 
     return typed(parse_url, flag)
 

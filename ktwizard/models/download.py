@@ -29,8 +29,8 @@ from typing import Any
 from ktwizard.errors import BadInput, KtwizardError
 from ktwizard.models.completeness import PARTS, PENDING, read_marker, size_on_disk
 from ktwizard.models.hub import HubRef, HubUnreachable
+from ktwizard.models.transfer import DISK_MARGIN
 
-DISK_MARGIN = 1.02  # filesystem blocks and hf's metadata files beside the bytes (planner/weights.py uses the same)
 # The small files beside the shards that sglang and the tokenizer read: configs, tokenizer, chat template, remote code
 SIDE_FILES = ("*.json", "*.py", "*.jinja", "*.model", "*.tiktoken", "*.txt", "tokenizer*")
 SKIP = ("README*", ".gitattributes", "*.md")

@@ -30,12 +30,6 @@ _REV = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
 TIMEOUT_S = 15.0  # one request
 DEADLINE_S = 300.0  # the whole read (a 160-shard checkpoint is ~330 small requests)
 RATE_PROBE = 8 * 2**20  # bytes of the largest shard fetched to measure the download rate
-# What the download time rests on, for the plan's weights notice (--explain prints it with the time)
-RATE_BASIS = (
-    "one HTTP stream from this machine: an 8 MiB ranged read of the largest shard from the endpoint (HF_ENDPOINT or "
-    "huggingface.co, redirects followed), timed from its first byte to its last so the request's latency is left "
-    "out; `hf download` fetches several files at once, so on a latency-bound link the download is faster than this"
-)
 
 
 class HubUnreachable(KtwizardError):
@@ -266,8 +260,9 @@ def read_remote(text: str, measure_rate: bool = True) -> RemoteCheckpoint:
 
 
 def _measure(s: _Session, url: str) -> float | None:
-    """Bytes per second of one stream (RATE_BASIS): the bytes after the first chunk over the time they took, so the
-    request's round trips and redirects (a few hundred ms, longer than 8 MiB takes on a fast link) do not count."""
+    """Bytes per second of one stream (models/transfer.RATE_BASIS): the bytes after the first chunk over the time they
+    took, so the request's round trips and redirects (a few hundred ms, longer than 8 MiB takes on a fast link) do not
+    count."""
     arrivals: list[tuple[float, int]] = []
     try:
         s.get(url, RATE_PROBE, "a rate probe", (0, RATE_PROBE - 1), arrivals)

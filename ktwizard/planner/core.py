@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from math import ceil
+from typing import TYPE_CHECKING
 
 from ktwizard.errors import BadInput
 from ktwizard.families.registry import of as family_of
 from ktwizard.host.imagetag import local_image
 from ktwizard.host.profile import GPU, HostProfile
 from ktwizard.models.presets import Recipe, SglangHints
-from ktwizard.models.routing import RoutingCounts
 from ktwizard.models.spec import ModelSpec
 from ktwizard.notice import Notice
 from ktwizard.planner.calibration import Calibration, factor_for, host_key, key_of
@@ -27,6 +27,9 @@ from ktwizard.planner.weights import download
 from ktwizard.runtime import kernel_table, kernels, rules
 from ktwizard.runtime.catalog import check_flags
 from ktwizard.units import human
+
+if TYPE_CHECKING:  # a routing recording's reader (zipfile, its unpickler) loads only where a recording is read
+    from ktwizard.models.routing import RoutingCounts
 
 AUTO_CONTEXT_CAP = 131072
 MIN_CONTEXT = 4096

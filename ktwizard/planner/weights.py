@@ -6,9 +6,8 @@ from __future__ import annotations
 import shlex
 
 from ktwizard.host.profile import Disk
-from ktwizard.models.download import DISK_MARGIN
-from ktwizard.models.hub import RATE_BASIS
 from ktwizard.models.spec import ModelSpec
+from ktwizard.models.transfer import DISK_MARGIN, RATE_BASIS
 from ktwizard.notice import Notice
 from ktwizard.units import human
 

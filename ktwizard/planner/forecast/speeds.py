@@ -6,7 +6,6 @@ throughput (host/gpu_specs.py, each card with its source), PCIe links, and host 
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass, replace
 
 from ktwizard.host.gpu_specs import CardSpec, lookup, memory_class
@@ -65,6 +64,8 @@ def gpu_speed(gpu: GPU) -> GpuSpeed:
         return GpuSpeed(
             card.bandwidth, card.bf16, pcie, why, _fp8(gpu, card), True, (card.bandwidth,) * 2, (card.bf16,) * 2
         )
+    import statistics  # only for a card in no data sheet: it brings decimal, fractions and random with it
+
     near = memory_class(gpu.memory_total)
     bws, fls = sorted(c.bandwidth for c in near), sorted(c.bf16 for c in near)
     flops = statistics.median(fls)
