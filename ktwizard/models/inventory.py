@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from fnmatch import translate
 from functools import lru_cache
 
-from ktwizard.families.registry import BY_NAME  # the one import upward: the family's tensor layout
+from ktwizard.families.registry import by_name  # the one import upward: the family's tensor layout
 from ktwizard.models.arch import Arch
 from ktwizard.models.tensors import Tensor, linear, mlp, plain
 
@@ -20,7 +20,7 @@ __all__ = ["Tensor", "tensors"]
 
 def _layer(a: Arch, i: int) -> Iterator[Tensor]:
     p = f"{a.text_prefix}layers.{i}"
-    family = BY_NAME[a.family]
+    family = by_name(a.family)
     yield plain(f"{p}.input_layernorm.weight", (a.hidden,))
     yield plain(f"{p}.post_attention_layernorm.weight", (a.hidden,))
     yield from family.attention_tensors(p, a, i)
@@ -57,7 +57,7 @@ def _modelopt(a: Arch, t: Tensor) -> Iterator[Tensor]:
 
 def tensors(a: Arch) -> Iterator[Tensor]:
     """The main model's tensors (MTP / next-n layers are left out: SGLang loads them only for speculation)."""
-    own = BY_NAME[a.family].inventory
+    own = by_name(a.family).inventory
     if own is not None:  # a family whose checkpoint keeps its own names (DeepSeek-V4)
         yield from own(a)
         return

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import ceil
 
-from ktwizard.models import dsv4_kv
 from ktwizard.models.formats import WeightFormat
 
 GROUPS = (
@@ -161,6 +160,8 @@ class ModelSpec:
         a = self.attention
         layers = a.full_attention_layers or self.layers
         if a.kind == "dsv4":  # the pool's own per-token accounting at the runtime's default SWA share (dsv4_kv.py)
+            from ktwizard.models import dsv4_kv  # DeepSeek-V4's pools only: other models' plans never load it
+
             return ceil(dsv4_kv.bytes_per_full_token(dsv4_kv.layout(a), dsv4_kv.DEFAULT_SWA_RATIO))
         if a.kind == "hybrid_dsa":
             # GLM-5-Next's DSA layers (model_runner_kv_cache_mixin.py:94-159; trtllm keeps the latent at kv_lora +
@@ -195,6 +196,8 @@ class ModelSpec:
         of its 4x-compressed entries with their indexer keys, and every 128x-compressed entry (dsv4_kv.read_per_token;
         its pools have one dtype)."""
         if self.attention.kind == "dsv4":
+            from ktwizard.models import dsv4_kv
+
             return dsv4_kv.read_per_token(dsv4_kv.layout(self.attention), self.attention, context)
         if self.attention.kind == "hybrid_dsa":  # GLM-5-Next: each step also reads and writes the stream's KDA state
             return context * self.kv_cell_bytes(tp, dtype_bytes) + 2 * self.per_request_state_bytes(tp)

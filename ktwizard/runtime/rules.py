@@ -114,9 +114,9 @@ def shard_instead(spec: ModelSpec) -> str:
 # define it (Family.expert_location, families/<name>/).
 def recorder_problem(spec: ModelSpec) -> str | None:
     """Why --expert-distribution-recorder-mode would stop this model's server at start-up, or None."""
-    from ktwizard.families.registry import FAMILIES  # the registry imports every family: only when asked
+    from ktwizard.families.registry import families
 
-    if any(spec.architecture in f.expert_location for f in FAMILIES):
+    if any(spec.architecture in f.expert_location for f in families()):  # every family's folder: only when asked
         return None
     return (
         f"{spec.architecture} has no expert-location metadata in {SGLANG_KT} (no get_model_config_for_expert_"

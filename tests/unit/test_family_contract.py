@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ktwizard.families import base
-from ktwizard.families.registry import BY_ARCHITECTURE, FAMILIES, family_for, of
+from ktwizard.families.registry import ARCHITECTURES, ROWS, families, family_for, of
 from ktwizard.host.spec import bundled_hosts, load_host
 from ktwizard.models.config import parse_config
 from ktwizard.models.presets import all_presets, get_preset
@@ -20,6 +20,7 @@ from ktwizard.runtime.catalog import check_flags
 
 ORACLE = json.loads((Path(__file__).resolve().parents[1] / "fixtures/oracles/meta-shapes.json").read_text())["models"]
 POOLS = json.loads((Path(__file__).resolve().parents[1] / "fixtures/device/pool-bytes-h200.json").read_text())["cases"]
+FAMILIES = families()
 NAMES = [f.name for f in FAMILIES]
 
 
@@ -34,7 +35,8 @@ def family(request: pytest.FixtureRequest) -> base.Family:
 
 def test_every_family_has_a_preset_and_owns_its_architectures(family):
     assert presets_of(family.name), f"{family.name}: no preset row uses it"
-    assert all(BY_ARCHITECTURE[a] is family for a in family.architectures)
+    assert all(ARCHITECTURES[a] == family.name for a in family.architectures)
+    assert (family.name, family.architectures, family.kinds) in ROWS  # the registry's row is the folder's own
     assert family.kinds and family.source.startswith("sglang/srt/models/")
     # the routing recorder's classes are the family's own (runtime/rules.recorder_problem asks every family)
     assert set(family.expert_location) <= set(family.architectures)

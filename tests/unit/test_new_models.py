@@ -229,11 +229,11 @@ def test_a_qwen3_5_checkpoint_reads_as_the_runtime_names_its_tensors(tmp_path):
 
 def test_served_but_unsized_architectures_say_whose_gap_it_is():
     from ktwizard.errors import BadInput
-    from ktwizard.families.registry import BY_ARCHITECTURE, NOT_SIZED
+    from ktwizard.families.registry import ARCHITECTURES, NOT_SIZED
     from ktwizard.models.config import parse_config
 
     # every architecture still unsized is refused naming the gap (DeepSeek-V4 left the list in issue 43: it is sized)
-    assert "DeepseekV4ForCausalLM" not in NOT_SIZED and "DeepseekV4ForCausalLM" in BY_ARCHITECTURE
-    for arch in set(NOT_SIZED) - set(BY_ARCHITECTURE):
+    assert "DeepseekV4ForCausalLM" not in NOT_SIZED and "DeepseekV4ForCausalLM" in ARCHITECTURES
+    for arch in set(NOT_SIZED) - set(ARCHITECTURES):
         with pytest.raises(BadInput, match="runs on sglang-kt 0.7.2, but ktwizard cannot size"):
             parse_config({"architectures": [arch], "num_hidden_layers": 43}, "config.json")

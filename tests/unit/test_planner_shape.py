@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ktwizard.families.registry import FAMILIES
+from ktwizard.families.registry import families
 
 PLANNER = Path(__file__).resolve().parents[2] / "ktwizard" / "planner"
 MAX_LINES = 80
@@ -83,6 +83,7 @@ def test_the_finder_finds_name_switches():
 
 MEMORY = sorted((PLANNER / "memory").glob("*.py"))
 GENERIC_KINDS = frozenset({"gqa", "mla"})  # the contract's default schemes, shared by many families
+FAMILIES = families()
 OWN_KINDS = frozenset(k for f in FAMILIES for k in f.kinds) - GENERIC_KINDS
 NAMES = frozenset(f.name for f in FAMILIES) | OWN_KINDS  # matched inside identifiers, lower-cased
 ARCHITECTURES = frozenset(a for f in FAMILIES for a in f.architectures)
