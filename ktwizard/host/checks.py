@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.host.isa import kt_variant
-from ktwizard.host.profile import HostProfile
+from ktwizard.host.profile import HostProfile, numa_memory_trustworthy
 from ktwizard.host.root import Root
 from ktwizard.notice import Notice
 from ktwizard.units import human
@@ -28,14 +28,6 @@ class Check:
 
     def notice(self) -> Notice:
         return Notice(SEVERITY[self.status], self.detail, self.fix)
-
-
-def numa_memory_trustworthy(host: HostProfile) -> bool:
-    """Some VMs report per-node MemTotal far below the real RAM (H200 fixture: 4.3 GiB vs 126 GiB)."""
-    totals = [n.memory_total for n in host.numa_nodes if n.memory_total is not None]
-    if not totals or len(totals) < len(host.numa_nodes):
-        return False
-    return abs(sum(totals) - host.memory.total) <= 0.1 * host.memory.total
 
 
 def _gpus(host: HostProfile) -> list[Check]:

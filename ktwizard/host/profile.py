@@ -207,3 +207,12 @@ class HostProfile:
     @property
     def visible_gpus(self) -> tuple[GPU, ...]:
         return self.gpus.visible
+
+
+def numa_memory_trustworthy(host: HostProfile) -> bool:
+    """Whether the nodes' MemTotal adds up to the machine's: some VMs report far less per node than the real RAM
+    (H200 fixture: 4.3 GiB vs 126 GiB). Beside the profile, so the planner's budget need not import host/checks."""
+    totals = [n.memory_total for n in host.numa_nodes if n.memory_total is not None]
+    if not totals or len(totals) < len(host.numa_nodes):
+        return False
+    return abs(sum(totals) - host.memory.total) <= 0.1 * host.memory.total

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ktwizard.models.glm5_next import KIND as GLM5_NEXT_KIND
 from ktwizard.models.spec import ModelSpec
-from ktwizard.runtime import dsa, glm5_next
+from ktwizard.runtime import dsa
 from ktwizard.runtime.kernels import capability
 from ktwizard.runtime.version import SGLANG_KT
 
@@ -118,7 +119,7 @@ def reached(spec: ModelSpec, flags: Mapping[str, object], cc: int) -> tuple[str,
     """The kernels a rendering (its flags; {} = the runtime's own defaults) reaches on a GPU of `cc`."""
     out = ["sgl_kernel.common_ops"]
     backend = str(flags.get("--attention-backend") or "")
-    if glm5_next.applies(spec):
+    if spec.attention.kind == GLM5_NEXT_KIND:  # families/glm5_next/rules.applies, without loading that folder
         out.append("glm5_next_sparse")
     elif dsa.is_dsa(spec):
         kv = dsa.dsa_kv(cc // 10, str(flags.get("--kv-cache-dtype") or "auto"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ktwizard.models.spec import ModelSpec
-from ktwizard.runtime.rules import DSV4_MIN_CC, is_dsv4
+from ktwizard.runtime.rules import is_dsv4
 from ktwizard.runtime.version import SGLANG_KT
 
 
@@ -66,13 +66,16 @@ def gpu_problem(spec: ModelSpec, capabilities: tuple[str, ...]) -> str | None:
     if not known:
         return None
     lowest = min(known)
-    if is_dsv4(spec) and lowest < DSV4_MIN_CC:
-        return (
-            f"the GPU (SM{lowest}) cannot serve DeepSeek-V4: KTransformers' tutorial lists Ampere as not supported "
-            "(doc/en/DeepSeek-V4-Flash.md, GPU table) and the compressed-attention pool keeps FP8 keys only from "
-            "SM89 (mem_cache/deepseekv4_memory_pool.py:504-509); use an Ada (SM89), Hopper or Blackwell GPU, or a "
-            "model with MLA attention such as deepseek-v3.2"
-        )
+    if is_dsv4(spec):
+        from ktwizard.families.deepseek_v4.rules import DSV4_MIN_CC  # importing it loads the family's whole folder
+
+        if lowest < DSV4_MIN_CC:
+            return (
+                f"the GPU (SM{lowest}) cannot serve DeepSeek-V4: KTransformers' tutorial lists Ampere as not "
+                "supported (doc/en/DeepSeek-V4-Flash.md, GPU table) and the compressed-attention pool keeps FP8 keys "
+                "only from SM89 (mem_cache/deepseekv4_memory_pool.py:504-509); use an Ada (SM89), Hopper or Blackwell "
+                "GPU, or a model with MLA attention such as deepseek-v3.2"
+            )
     for fmt in (spec.expert_format, spec.other_format):
         kernel = GPU_KERNELS.get(fmt.kind)
         if kernel and lowest < kernel.min_capability:

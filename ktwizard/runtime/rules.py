@@ -8,10 +8,6 @@ them, and the CI check runs the runtime's own `ServerArgs` on every rendering.
 
 from __future__ import annotations
 
-from ktwizard.families.deepseek_v4.rules import DSV4_BACKEND as DSV4_BACKEND
-from ktwizard.families.deepseek_v4.rules import DSV4_ENV as DSV4_ENV
-from ktwizard.families.deepseek_v4.rules import DSV4_KV_DTYPE as DSV4_KV_DTYPE
-from ktwizard.families.deepseek_v4.rules import DSV4_MIN_CC as DSV4_MIN_CC
 from ktwizard.models.spec import ModelSpec
 from ktwizard.runtime.version import KT_KERNEL, SGLANG_KT
 

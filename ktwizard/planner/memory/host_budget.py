@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ktwizard.host.checks import numa_memory_trustworthy
-from ktwizard.host.profile import HostProfile
+from ktwizard.host.profile import HostProfile, numa_memory_trustworthy
 from ktwizard.models.spec import ModelSpec
 from ktwizard.planner.memory import constants as C
 from ktwizard.planner.memory import items as M
