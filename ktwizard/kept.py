@@ -17,7 +17,7 @@ import pickle
 import re
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -87,11 +87,24 @@ def _code() -> str:
         except FileNotFoundError:
             continue
     for root in roots:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and d != "bundled")
-            for f in sorted(filenames):
-                if root != _PACKAGE or f.endswith(".py"):
-                    st = os.stat(os.path.join(dirpath, f))
-                    parts.append(f"{dirpath}/{f}:{st.st_mtime_ns}:{st.st_size}")
+        parts.extend(_stamps(str(root), modules_only=root == _PACKAGE))
     blob = "\n".join(parts).encode()
     return f"{len(parts)}-{zlib.crc32(blob):08x}-{zlib.adler32(blob):08x}"
+
+
+def _stamps(folder: str, modules_only: bool) -> Iterator[str]:
+    """path:mtime:size of each file below `folder` (only .py where modules_only), in name order; bytecode and
+    symlinked folders left out. os.scandir, not os.walk: each entry's type comes with the listing, so only files are
+    stat'ed, and this runs in every command that reads the cache."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError:  # unreadable: left out, as os.walk would
+        return
+    for e in entries:
+        if e.is_dir():
+            if not e.is_symlink() and e.name not in ("__pycache__", "bundled"):
+                yield from _stamps(e.path, modules_only)
+        elif not modules_only or e.name.endswith(".py"):
+            st = e.stat()
+            yield f"{e.path}:{st.st_mtime_ns}:{st.st_size}"
