@@ -34,7 +34,8 @@ def shapes() -> dict[str, dict]:
                 first_k_dense_replace=1, hidden_size=512, moe_intermediate_size=512, intermediate_size=1024,
                 vocab_size=1024, num_attention_heads=4, num_key_value_heads=4, n_group=1, topk_group=1)  # fmt: skip
     v2lite = dict(base, num_hidden_layers=3, first_k_dense_replace=1, vocab_size=8192)
-    return {"tiny": tiny, "v2lite": v2lite}
+    v2lite6 = dict(v2lite, num_hidden_layers=6)  # 5 MoE layers: does the peak grow layer by layer?
+    return {"tiny": tiny, "v2lite": v2lite, "v2lite6": v2lite6}
 
 
 def scratch_sampler(stop: threading.Event, peak: list[int]) -> None:
@@ -46,6 +47,22 @@ def scratch_sampler(stop: threading.Event, peak: list[int]) -> None:
                 with contextlib.suppress(OSError):
                     total += f.stat().st_size if f.is_file() else 0
         peak[0] = max(peak[0], total)
+        time.sleep(0.02)
+
+
+def rss_sampler(stop: threading.Event, peak: dict[str, int]) -> None:
+    """The converter process's largest RssAnon / RssFile / RssShmem (/proc/PID/status), every 20 ms: anonymous
+    memory is what the plan's RAM figure promises; file pages (the mmapped checkpoint, safe_open) are page cache the
+    kernel can drop, which wait4's peak RSS counts too."""
+    while not stop.is_set():
+        for status in Path("/proc").glob("[0-9]*/status"):
+            with contextlib.suppress(OSError):
+                if b"convert_cpu_weights" not in (status.parent / "cmdline").read_bytes():
+                    continue
+                for line in status.read_text().splitlines():
+                    key, _, value = line.partition(":")
+                    if key in ("RssAnon", "RssFile", "RssShmem", "VmHWM"):
+                        peak[key] = max(peak.get(key, 0), int(value.split()[0]) * 1024)
         time.sleep(0.02)
 
 
@@ -61,14 +78,19 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
     spec = inspect_checkpoint(str(src)).spec
     plan = needs(spec, "AMXINT4")
     py, script = converter()
-    stop, peak = threading.Event(), [0]
-    sampler = threading.Thread(target=scratch_sampler, args=(stop, peak), daemon=True)
-    sampler.start()
+    stop, peak, rss = threading.Event(), [0], {}
+    samplers = [
+        threading.Thread(target=scratch_sampler, args=(stop, peak), daemon=True),
+        threading.Thread(target=rss_sampler, args=(stop, rss), daemon=True),
+    ]
+    for t in samplers:
+        t.start()
     try:
-        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", os.cpu_count() or 1, 1)
+        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", threads(), 1)
     finally:
         stop.set()
-        sampler.join()
+        for t in samplers:
+            t.join()
     out_bytes = sum(f.stat().st_size for f in done.output.rglob("*") if f.is_file() and f.suffix == ".safetensors")
     # the plan's RAM is the converter's own bytes over the interpreter's, plus the /dev/shm scratch (tmpfs is RAM)
     return {
@@ -83,7 +105,15 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
         "plan_scratch": plan.scratch,
         "measured_peak_rss": done.peak_rss,
         "measured_scratch_peak": peak[0],
+        "sampled_peaks": rss,  # RssAnon / RssFile / RssShmem / VmHWM of the converter process, bytes
+        "threads": threads(),
     }
+
+
+def threads() -> int:
+    """The plan's --kt-cpuinfer rule (planner/threads.py): the usable CPUs minus a reserve."""
+    n = len(os.sched_getaffinity(0))
+    return max(1, n - (min(8, max(2, n // 4)) if n > 4 else 1))
 
 
 def main() -> None:

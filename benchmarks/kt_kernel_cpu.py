@@ -4,7 +4,7 @@ forecast's CPU term for the same shapes, threads and host (planner/forecast/mode
 Usage (kt-kernel needs torch, so it runs in a venv of its own, /opt/ktwizard-kt: `python3 -m venv /opt/ktwizard-kt &&
 /opt/ktwizard-kt/bin/pip install torch==2.13.0 kt-kernel==0.7.2`):
 
-    /opt/ktwizard-kt/bin/python benchmarks/kt_kernel_cpu.py measure > /tmp/kt.json   # the kernels, one method a process
+    /opt/ktwizard-kt/bin/python benchmarks/kt_kernel_cpu.py measure [THREADS] > /tmp/kt.json  # one method a process
     python3 benchmarks/kt_kernel_cpu.py report /tmp/kt.json                           # + the forecast, to results/
 
 `measure` builds one MoE layer per method through the extension kt_kernel's wrappers use (kt_kernel_ext.moe: the
@@ -17,10 +17,12 @@ drawn uniformly (no GPU experts). The median of the repeats is kept.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,24 +118,37 @@ def measure_one(method: str, shape: str, threads: int) -> dict:
     phys = torch.arange(E, dtype=torch.int64)
     cpu.submit(moe.load_weights_task(phys.data_ptr()))
     cpu.sync()
-    times = {}
+    times, handoff = {}, {}
     for n in (*BATCHES, CHUNK):
         x = (torch.randn(n, H) * 0.1).to(torch.bfloat16)
         ids = torch.stack([torch.randperm(E)[:K] for _ in range(n)]).to(torch.int64)
         wts = torch.full((n, K), 1.0 / K, dtype=torch.float32)
         out = torch.zeros(n, H, dtype=torch.bfloat16)
         bsz = torch.tensor([n], dtype=torch.int32)
-        reps = 2 if n == CHUNK else 7
-        run = []
-        for r in range(reps + 1):
+        task = partial(
+            moe.forward_task, bsz.data_ptr(), K, ids.data_ptr(), wts.data_ptr(), x.data_ptr(), out.data_ptr(), False
+        )
+        cpu.submit(task())  # warms caches and wakes the pool
+        cpu.sync()
+        # one task and its sync, as a decode step's layer does: the kernel plus the hand-off (the pool's threads
+        # spin 50 ms after a task, worker_pool.cpp:216-232; the waiting thread must get a CPU back from them)
+        single = []
+        for _ in range(2 if n == CHUNK else 7):
             t0 = time.perf_counter()
-            cpu.submit(
-                moe.forward_task(bsz.data_ptr(), K, ids.data_ptr(), wts.data_ptr(), x.data_ptr(), out.data_ptr(), False)
-            )
+            cpu.submit(task())
             cpu.sync()
-            if r:  # the first call warms caches and the pool
-                run.append(time.perf_counter() - t0)
-        times[n] = statistics.median(run)
+            single.append(time.perf_counter() - t0)
+        # the kernel alone: tasks queued back to back (task_queue.cpp runs them in order), one sync at the end
+        reps = 2 if n == CHUNK else 20
+        queued = []
+        for _ in range(1 if n == CHUNK else 3):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                cpu.submit(task())
+            cpu.sync()
+            queued.append((time.perf_counter() - t0) / reps)
+        times[n] = min(queued)
+        handoff[n] = statistics.median(single)
     return {
         "method": method,
         "shape": shape,
@@ -141,13 +156,11 @@ def measure_one(method: str, shape: str, threads: int) -> dict:
         "variant": kt_kernel.__cpu_variant__,
         "threads": threads,
         "seconds_per_layer": times,
+        "seconds_with_handoff": handoff,
     }
 
 
-def measure() -> None:
-    import os
-
-    threads = len(os.sched_getaffinity(0))
+def measure(threads: int) -> None:
     results = []
     for method, shape in RUNS:
         # one process per kernel: a backend that faults takes only its own row
@@ -272,7 +285,9 @@ def report(*paths: str) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "measure":
-        measure()
+        # the plan's --kt-cpuinfer for this host (planner/threads.py: cores minus a reserve); every CPU spinning in
+        # the pool beside the task queue's thread oversubscribes it, and the times become the scheduler's slices
+        measure(int(sys.argv[2]) if len(sys.argv) > 2 else len(os.sched_getaffinity(0)))
     elif len(sys.argv) > 2 and sys.argv[1] == "report":
         report(*sys.argv[2:])
     else:

@@ -88,6 +88,9 @@ def convert(
     shm = _free(Path("/dev/shm"))
     if shm is not None and shm < need.scratch:
         raise KtwizardError(f"/dev/shm: {human(shm)} free, the converter writes {human(need.scratch)} there per layer")
+    pinning = runner.pinning_refusal(python)
+    if pinning is not None:
+        raise KtwizardError(f"convert: {pinning}")
     threads = plan_threads(host)
     say(
         f"converting {need.layers} MoE layers of {weights} to {method} with {threads.cpuinfer} threads in "

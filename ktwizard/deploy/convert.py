@@ -55,6 +55,28 @@ def converter(env: dict[str, str] | None = None) -> tuple[str, str]:
     return py, script
 
 
+# kt-kernel 0.7.2's KTMoEWrapper, which the converter builds for each layer (cc:1005), allocates its expert mask in
+# pinned host memory (kt_kernel/experts_base.py:431-434); torch pins memory only through an accelerator it can use
+PINS = "import torch; torch.empty(1, pin_memory=True)"
+PINNED_AT = "kt_kernel/experts_base.py:431-434"
+
+
+def pinning_refusal(python: str) -> str | None:
+    """Why the converter would fail at its first layer on this machine (torch with no usable GPU), else None: asked
+    of the converter's own interpreter, as kt-kernel asks it."""
+    try:
+        probe = subprocess.run([python, "-c", PINS], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{python} could not be asked whether its torch pins memory: {err}"
+    if probe.returncode == 0:
+        return None
+    last = (probe.stderr.strip().splitlines() or ["no error text"])[-1][:200]
+    return (
+        f"{KT_KERNEL}'s converter pins host memory for each layer ({PINNED_AT}) and the torch of {python} cannot "
+        f"({last}): convert on the serving host, whose torch sees its GPUs"
+    )
+
+
 def run(
     python: str,
     script: str,

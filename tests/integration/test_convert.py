@@ -1,6 +1,6 @@
 """ktwizard convert: what kt-kernel's converter cannot do is refused before it starts; where the converter can run
-(KTWIZARD_KT_PYTHON with kt-kernel 0.7.2 and torch, a CPU with AVX512F+BW), it converts a small random-weight
-checkpoint made here, for real, and the output is renamed into place only when complete."""
+(KTWIZARD_KT_PYTHON with kt-kernel 0.7.2 and a torch that sees a GPU, a CPU with AVX512F+BW), it converts a small
+random-weight checkpoint made here, for real, and the output is renamed into place only when complete."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def test_a_half_downloaded_checkpoint_is_not_converted(tmp_path):
     assert result.returncode == 2 and "did not finish" in one_line(result)
 
 
-def _converter_host() -> bool:
+def _avx512() -> bool:
     try:
         flags = Path("/proc/cpuinfo").read_text().split()
     except OSError:
@@ -109,12 +109,21 @@ def _converter_host() -> bool:
     return "avx512f" in flags and "avx512bw" in flags
 
 
+def _converter_host() -> bool:
+    """The converter runs here: the AMX classes' ISA, and a torch in KTWIZARD_KT_PYTHON that pins host memory (a GPU
+    it can use: kt_kernel/experts_base.py:431-434)."""
+    from ktwizard.deploy.convert import pinning_refusal
+
+    py = os.environ.get("KTWIZARD_KT_PYTHON")
+    return bool(py) and _avx512() and pinning_refusal(py) is None
+
+
 def test_kt_kernels_converter_converts_a_small_checkpoint_for_real(tmp_path):
     py = os.environ.get("KTWIZARD_KT_PYTHON")
     if not py or not _converter_host():
         if os.environ.get("KTWIZARD_REQUIRE_KT") == "1":
-            pytest.fail("KTWIZARD_REQUIRE_KT=1: needs KTWIZARD_KT_PYTHON and a CPU with AVX512F+BW")
-        pytest.skip("kt-kernel's converter needs KTWIZARD_KT_PYTHON and a CPU with AVX512F+BW")
+            pytest.fail("KTWIZARD_REQUIRE_KT=1: needs KTWIZARD_KT_PYTHON, a CPU with AVX512F+BW and a usable GPU")
+        pytest.skip("kt-kernel's converter needs KTWIZARD_KT_PYTHON, a CPU with AVX512F+BW and a GPU torch can use")
     src = tmp_path / "tiny"
     write_random(src, tiny_config())
     result = ktwizard("convert", "--weights", str(src), "--method", "AMXINT4", "--quiet")
@@ -136,11 +145,12 @@ def test_kt_kernels_converter_converts_a_small_checkpoint_for_real(tmp_path):
 
 
 def test_a_converter_failure_leaves_nothing_at_the_output(tmp_path):
-    """The real converter failing half-way (here: the CPU lacks the AMX classes' ISA, which the app refuses first,
-    so the runner is called directly): one line with the converter's own error, no output, no partial folder."""
+    """The real converter failing at its first layer (here: the CPU lacks the AMX classes' ISA, or torch cannot pin
+    memory without a GPU -- which the app refuses first, so the runner is called directly): one line with the
+    converter's own error, no output, no partial folder."""
     py = os.environ.get("KTWIZARD_KT_PYTHON")
     if not py or _converter_host():
-        pytest.skip("needs KTWIZARD_KT_PYTHON on a CPU without AVX512F+BW")
+        pytest.skip("needs KTWIZARD_KT_PYTHON where the converter cannot run (no AVX512F+BW, or no usable GPU)")
     from ktwizard.deploy import convert as runner
     from ktwizard.errors import KtwizardError
 
@@ -150,6 +160,34 @@ def test_a_converter_failure_leaves_nothing_at_the_output(tmp_path):
     seen: list[tuple[int, int]] = []
     with pytest.raises(KtwizardError) as err:
         runner.run(python, script, src, tmp_path / "out", "bf16", "int4", 1, 1, lambda d, t: seen.append((d, t)))
-    assert "AMXINT4 backend not available" in err.value.message
+    # kt-kernel's own error: the AMX classes are not compiled in (utils/amx.py:329-334), else torch refuses to pin
+    expected = "pin_memory" if _avx512() else "AMXINT4 backend not available"
+    assert expected in err.value.message and "\n" not in err.value.message
     assert seen == [(0, 1)]  # "Processing layer 1 (1/1)..." read from the converter's output
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
+
+
+def test_a_torch_that_cannot_pin_memory_is_refused_before_the_converter_starts(tmp_path):
+    """kt-kernel 0.7.2's converter builds a KTMoEWrapper per layer, which pins its expert mask
+    (kt_kernel/experts_base.py:431-434): with the converter's own torch unable to pin (no GPU it can use), `convert`
+    says so before it starts -- on a host with the AMX classes' ISA, where the converter would otherwise run."""
+    py = os.environ.get("KTWIZARD_KT_PYTHON")
+    from ktwizard.deploy.convert import pinning_refusal
+
+    if not py or pinning_refusal(py) is None:
+        pytest.skip("needs KTWIZARD_KT_PYTHON whose torch cannot pin memory (no usable GPU)")
+    from ktwizard.app.convert import convert
+    from ktwizard.errors import KtwizardError
+    from ktwizard.host.spec import load_host
+
+    spec = tmp_path / "host.yaml"
+    spec.write_text(
+        "gpus: []\ncpu: {model: Intel Xeon 8480+, sockets: 1, cores_per_socket: 16, threads_per_core: 2, "
+        "flags: [avx2, avx512f, avx512bw, avx512_bf16, amx_tile]}\nnuma_nodes: 1\nmemory_gib: 256\n"
+    )
+    src = tmp_path / "tiny"
+    write_random(src, tiny_config())
+    with pytest.raises(KtwizardError) as err:
+        convert(str(src), "AMXINT4", host=load_host(str(spec)), say=lambda _: None)
+    assert "experts_base.py:431-434" in err.value.message and "pin" in err.value.message
+    assert not (tmp_path / "tiny-AMXINT4").exists() and not (tmp_path / "tiny-AMXINT4.partial").exists()
