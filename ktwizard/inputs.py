@@ -22,6 +22,8 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 
 @dataclass(frozen=True)
 class ModelChoice:
+    """The model a command plans for: its spec, the preset's SGLang hints and the checkpoint's recipe."""
+
     spec: ModelSpec
     hints: SglangHints
     recipe: Recipe | None

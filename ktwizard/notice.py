@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Notice:
+    """A message for the user: how serious it is, what it says and how to fix it."""
+
     severity: str  # "info" | "warn" | "error"
     text: str
     fix: str = ""

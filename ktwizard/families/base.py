@@ -111,6 +111,8 @@ def all_layers_pool(spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int) -> 
 
 @dataclass(frozen=True)
 class Family:
+    """A model family: the architectures it reads and how its MoE layout, attention and KV are sized."""
+
     name: str
     architectures: tuple[str, ...]
     kinds: tuple[str, ...]  # the Attention.kind values its configs read into

@@ -27,6 +27,8 @@ def is_dsa(spec: ModelSpec) -> bool:
 
 @dataclass(frozen=True)
 class DsaKv:
+    """The KV cache dtype a DSA model runs with, and why."""
+
     dtype: str  # the --kv-cache-dtype the runtime settles on: fp8_e4m3 | bfloat16
     why: str
 

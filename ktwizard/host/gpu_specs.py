@@ -18,6 +18,8 @@ G = 1e9
 
 @dataclass(frozen=True)
 class CardSpec:
+    """A GPU model's data sheet: memory, bandwidth, PCIe link and tensor throughput."""
+
     key: str  # lower-case words the NVML name contains (after "nvidia" / "geforce" are dropped)
     memory_gib: int
     bandwidth: float  # B/s, the data sheet's memory bandwidth

@@ -12,6 +12,8 @@ SCHEMA = 1
 
 @dataclass(frozen=True)
 class GpuProcess:
+    """A process holding memory on a GPU, as NVML lists it."""
+
     pid: int
     used_memory: int | None
     name: str = ""
@@ -19,6 +21,8 @@ class GpuProcess:
 
 @dataclass(frozen=True)
 class GPU:
+    """One GPU as probed (or written in a host file): memory, link, compute capability and NUMA node."""
+
     index: int
     name: str
     memory_total: int
@@ -56,6 +60,8 @@ class GPU:
 
 @dataclass(frozen=True)
 class GpuInventory:
+    """The host's GPUs and driver versions, or why none could be read."""
+
     available: bool
     reason: str | None = None
     driver_version: str | None = None
@@ -71,6 +77,8 @@ class GpuInventory:
 
 @dataclass(frozen=True)
 class CpuThread:
+    """One logical CPU: its package, core and NUMA node."""
+
     cpu: int
     package: int
     core: int
@@ -79,6 +87,8 @@ class CpuThread:
 
 @dataclass(frozen=True)
 class CPU:
+    """The host's CPU: vendor, model, topology and instruction-set flags."""
+
     vendor: str
     brand: str
     family: int | None
@@ -117,6 +127,8 @@ class CPU:
 
 @dataclass(frozen=True)
 class NumaNode:
+    """One NUMA node: its CPUs, memory and distances to the others."""
+
     id: int
     cpus: tuple[int, ...]
     memory_total: int | None
@@ -148,6 +160,8 @@ class NodeBandwidth:
 
 @dataclass(frozen=True)
 class Memory:
+    """The host's memory: total, available, swap, huge pages and any cgroup limit."""
+
     total: int
     available: int
     swap_total: int = 0
@@ -171,6 +185,8 @@ class Memory:
 
 @dataclass(frozen=True)
 class Disk:
+    """Free and total space where the model's files go, or why it could not be read."""
+
     path: str
     free: int | None = None
     total: int | None = None
@@ -179,6 +195,8 @@ class Disk:
 
 @dataclass(frozen=True)
 class Engine:
+    """The container engine: whether it answers, its version and its runtimes."""
+
     reachable: bool
     reason: str | None = None
     server_version: str | None = None
@@ -193,6 +211,8 @@ class Engine:
 
 @dataclass(frozen=True)
 class HostProfile:
+    """Everything the planner knows of a host: CPU, memory, GPUs, NUMA nodes, disk and engine."""
+
     cpu: CPU
     memory: Memory
     gpus: GpuInventory

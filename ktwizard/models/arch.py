@@ -12,6 +12,8 @@ from ktwizard.models.spec import Attention
 
 @dataclass(frozen=True)
 class Arch:
+    """A model's architecture as read from its config, before the weights are counted."""
+
     family: str
     architecture: str
     model_type: str

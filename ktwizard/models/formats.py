@@ -27,6 +27,8 @@ DTYPE_BYTES = {
 
 @dataclass(frozen=True)
 class WeightFormat:
+    """How a checkpoint's weights are stored: the kind of quantization and its block or group size."""
+
     kind: str  # bf16 | fp8_block | fp8_ue8m0 | fp8_channel | int4_group | mxfp4 | mxfp8 | nvfp4 | gptq_int4
     block: int = 0  # FP8 block edge (128) or INT4 / MX group size
     label: str = ""

@@ -19,6 +19,8 @@ PRESETS = bundled("presets")
 
 @dataclass(frozen=True)
 class SglangHints:
+    """What a preset tells SGLang beyond the checkpoint: parsers, attention backend, served name."""
+
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
     attention_backend: str | None = None
@@ -40,6 +42,8 @@ class Checkpoint:
 
 @dataclass(frozen=True)
 class Preset:
+    """A bundled preset as read: the model, its repositories, its config and its checkpoints."""
+
     id: str
     name: str
     family: str

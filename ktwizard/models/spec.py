@@ -37,6 +37,8 @@ NON_EXPERT_GROUPS = (
 
 @dataclass(frozen=True)
 class Attention:
+    """A model's attention as the planner needs it: kind, heads, head sizes and the KV it keeps per token."""
+
     kind: str  # mla | mla_nsa | gqa | gqa_swa | hybrid_linear | hybrid_dsa (GLM-5-Next: KDA + DSA layers) |
     # gqa_msa (MiniMax-M3: GQA + block-sparse attention with index keys) |
     # dsv4 (DeepSeek-V4: compressed MQA + sliding window + indexer)
@@ -79,6 +81,8 @@ class Attention:
 
 @dataclass(frozen=True)
 class LayerBytes:
+    """One layer's weight bytes: the part that stays on GPU and its routed experts."""
+
     layer: int
     non_expert: int
     routed: int
@@ -86,6 +90,8 @@ class LayerBytes:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model as the planner sees it: shape, experts, attention, weights and the bytes of each layer."""
+
     architecture: str
     model_type: str
     layers: int

@@ -15,6 +15,8 @@ from ktwizard.models.formats import DTYPE_BYTES, WeightFormat
 
 @dataclass(frozen=True)
 class Tensor:
+    """One checkpoint tensor (or a run of identical ones): name, shape, dtype and parameters."""
+
     name: str
     shape: tuple[int, ...]
     dtype: str

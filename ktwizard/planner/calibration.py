@@ -24,6 +24,8 @@ MIN_FACTOR, MAX_FACTOR = 0.2, 5.0
 
 @dataclass(frozen=True)
 class CalibrationKey:
+    """What a calibration was measured under: host, model, method, GPU experts and placement."""
+
     host_key: str  # host_key(): the machine's fingerprint
     model: str
     method: str
@@ -42,6 +44,8 @@ class CalibrationKey:
 
 @dataclass(frozen=True)
 class Calibration:
+    """A bench's measured-to-forecast decode ratio for one key."""
+
     key: CalibrationKey
     decode: float  # measured / forecast aggregate decode, geometric mean over the bench's rows
     deployment: str  # the deployment the bench measured

@@ -38,6 +38,8 @@ CONVERTER_INPUT = "kt_kernel/cli/commands/quant.py:54-59"
 
 @dataclass(frozen=True)
 class ConvertNeeds:
+    """What converting a checkpoint for the CPU takes: disk, memory, scratch space and layers."""
+
     disk: int  # bytes the output folder holds when complete
     ram: int  # peak resident bytes of the converter process and its /dev/shm scratch
     scratch: int  # /dev/shm bytes for one layer's .kt files

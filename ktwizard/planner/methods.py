@@ -117,6 +117,8 @@ def support(method: str, variant: str | None) -> Support:
 
 @dataclass(frozen=True)
 class MethodChoice:
+    """The CPU expert method a plan uses, whether it is the checkpoint's own, and why."""
+
     method: str
     native: bool  # reads the checkpoint's own routed experts (--kt-weight-path = --model)
     why: str

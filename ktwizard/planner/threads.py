@@ -9,6 +9,8 @@ from ktwizard.host.profile import HostProfile
 
 @dataclass(frozen=True)
 class ThreadPlan:
+    """How the CPU's threads are split over kt-kernel's pools and NUMA nodes."""
+
     cpuinfer: int
     pools: int
     nodes: tuple[int, ...]

@@ -24,6 +24,8 @@ PLACEMENTS = ("uniform", "frequency")  # the strategies ktwizard plans (the runt
 
 @dataclass(frozen=True)
 class Goals:
+    """What the user asks of a plan: context, concurrency, GPUs, method and the other choices."""
+
     context: int | None = None  # None: the longest that fits, up to 128k and the model's limit
     concurrency: int = 1
     gpus: tuple[int, ...] | None = None  # GPU indices; None: every visible GPU
@@ -54,6 +56,8 @@ class Goals:
 
 @dataclass(frozen=True)
 class Flag:
+    """One launch_server flag of a plan, with its value and reason."""
+
     name: str  # the launch_server flag, "--kt-method"
     value: Value  # True for a store_true flag
     why: str
@@ -61,6 +65,8 @@ class Flag:
 
 @dataclass(frozen=True)
 class EnvVar:
+    """One environment variable of a plan, with its value and reason."""
+
     name: str
     value: str
     why: str
@@ -68,6 +74,8 @@ class EnvVar:
 
 @dataclass(frozen=True)
 class Suggestion:
+    """A change of goals that would make the plan fit or serve better."""
+
     change: str  # "--context 65536"
     effect: str  # what it gives up and what it wins
     goals: Goals
@@ -75,6 +83,8 @@ class Suggestion:
 
 @dataclass(frozen=True)
 class ModelRef:
+    """The model a plan is for, as the plan records it."""
+
     id: str
     name: str
     source: str
@@ -85,6 +95,8 @@ class ModelRef:
 
 @dataclass(frozen=True)
 class Plan:
+    """A deployment plan: flags, environment, memory budgets, forecast and notices."""
+
     model: ModelRef
     host: str
     goals: Goals

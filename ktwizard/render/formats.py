@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # the CLI reads the format names for every command; the plann
 
 @dataclass(frozen=True)
 class Format:
+    """One output format of a plan: its name, the function that renders it and how it is saved and shown."""
+
     name: str
     target: str  # "module:function" taking (plan) or (plan, explain)
     suffix: str  # file extension when saved

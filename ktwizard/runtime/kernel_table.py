@@ -22,6 +22,8 @@ from ktwizard.runtime.version import SGLANG_KT
 
 @dataclass(frozen=True)
 class Kernel:
+    """One GPU kernel of the runtime: its binary, the architectures it was built for and what it needs."""
+
     id: str
     binary: str  # the shared object in the wheels ("payload:" = split over the payload wheels); "" for JIT code
     cubins: tuple[str, ...]  # SM targets read from `binary`

@@ -18,6 +18,8 @@ from ktwizard.runtime.version import SGLANG_KT
 
 @dataclass(frozen=True)
 class GpuKernel:
+    """The lowest compute capability a quantization's GPU kernels run on, and where that was read."""
+
     quant: str  # the runtime's quantization config name
     min_capability: int  # major * 10 + minor, as loader.py:234 computes it
     source: str  # where the number was read

@@ -14,6 +14,8 @@ from ktwizard.models.spec import ModelSpec
 
 @dataclass(frozen=True)
 class DeepSeek(Family):
+    """DeepSeek-V2/V3/R1, Kimi K2, DeepSeek-V3.2 and GLM-5 (MLA); a DSA model's KV pool is sized its own way."""
+
     def kv_pool(self, spec: ModelSpec, tokens: int, tp: int, dtype_bytes: int, chunk: int, concurrency: int) -> Pool:
         if dsa.is_dsa(spec):
             return dsa_pool(spec, tokens, dtype_bytes)

@@ -121,6 +121,8 @@ def band(value: float, kind: str) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class DecodePoint:
+    """Forecast decode speed at one context length and concurrency."""
+
     context_tokens: int
     concurrency: int
     tok_s_per_stream: float
@@ -130,6 +132,8 @@ class DecodePoint:
 
 @dataclass(frozen=True)
 class PrefillPoint:
+    """Forecast prefill speed and time to first token for one prompt length."""
+
     prompt_tokens: int
     tok_s: float
     ttft_s: float
@@ -139,6 +143,8 @@ class PrefillPoint:
 
 @dataclass(frozen=True)
 class Forecast:
+    """A plan's forecast: decode and prefill points and what they rest on."""
+
     context_tokens: int  # the plan's goals the headline numbers are at
     concurrency: int
     decode: tuple[DecodePoint, ...]

@@ -16,6 +16,8 @@ PCIE_X16 = {3: 15.75e9, 4: 31.5e9, 5: 63.0e9, 6: 121.0e9}  # bytes/s per directi
 
 @dataclass(frozen=True)
 class GpuSpeed:
+    """The speeds the forecast takes for one GPU: bandwidth, FLOP/s, PCIe, and where they come from."""
+
     bandwidth: float
     flops: float  # dense BF16 tensor FLOP/s (FP32 accumulate)
     pcie: float

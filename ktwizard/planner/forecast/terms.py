@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Terms:
+    """The forecast model's fitted efficiencies and fixed costs."""
+
     cpu_bw_eff: float  # share of each socket's rated memory bandwidth its kt-kernel subpool's decode GEMVs sustain
     gpu_bw_eff: float  # share of the GPU's rated bandwidth decode's weight reads sustain
     attn_bw_eff: float  # share of the GPU's rated bandwidth decode attention reaches reading KV (one query token)

@@ -21,6 +21,8 @@ STATIC = {"load": ("before", "weights"), "ready": ("before", "weights", "kv", "r
 
 @dataclass(frozen=True)
 class BudgetItem:
+    """One line of a memory budget: what it is, its bytes, why, and the phase it is allocated in."""
+
     name: str
     bytes: int
     why: str
@@ -35,6 +37,8 @@ class BudgetItem:
 
 @dataclass(frozen=True)
 class PhasePeak:
+    """The most bytes in use during one phase of the server's start."""
+
     phase: str
     bytes: int
 
@@ -63,6 +67,8 @@ class _Itemised:
 
 @dataclass(frozen=True)
 class GpuBudget(_Itemised):
+    """One GPU's memory budget: its total and the items that use it."""
+
     gpu: int
     name: str
     total: int
@@ -116,6 +122,8 @@ class GpuBudget(_Itemised):
 
 @dataclass(frozen=True)
 class HostBudget(_Itemised):
+    """One NUMA node's (or the whole host's) memory budget."""
+
     node: int  # NUMA node id; -1 for the whole-host items
     capacity: int
     items: tuple[BudgetItem, ...]

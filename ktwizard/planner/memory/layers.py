@@ -24,6 +24,8 @@ LEGACY_CHUNK = 8192  # ktransformers' chunk_prefill_size default
 
 @dataclass(frozen=True)
 class LayerRange:
+    """The layers one GPU holds in a layer-wise placement, and those whose experts stay on CPU."""
+
     gpu: int
     first: int
     last: int
@@ -36,6 +38,8 @@ class LayerRange:
 
 @dataclass(frozen=True)
 class LayerPlacement:
+    """A layer-wise placement: each GPU's range of layers and the budgets it leads to."""
+
     ranges: tuple[LayerRange, ...]
     cpu_expert_layers: tuple[int, ...]
     budgets: tuple[GpuBudget, ...]

@@ -72,6 +72,8 @@ def slots(concurrency: int, per_request: int = SLOTS_PER_REQUEST) -> int:
 
 @dataclass(frozen=True)
 class StatePool:
+    """The linear-attention state pool: its slots and the bytes they take."""
+
     slots: int  # --max-mamba-cache-size
     per_request: int
     counted: int  # what handle_max_mamba_cache subtracts from the KV budget: slots x per request (:342-347)

@@ -64,6 +64,8 @@ def cpu_resident_per_expert(spec: ModelSpec, method: str, cpu_flags: tuple[str, 
 
 @dataclass(frozen=True)
 class LoaderTransient:
+    """What loading one layer's experts holds in host memory for a while."""
+
     loader: int  # the loader's tensors for one layer: on one node, the loading thread's
     staging_per_node: int  # what each node's C++ load holds at once besides its buffers
     why: str

@@ -32,6 +32,8 @@ UNCERTAINTY: tuple[tuple[str, float, str], ...] = (
 
 @dataclass(frozen=True)
 class MarginPart:
+    """One part of a GPU's safety margin: its bytes and why."""
+
     name: str
     bytes: int
     why: str
