@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ktwizard.planner.threads import ThreadPlan
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "integration")]
@@ -78,6 +81,7 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
     spec = inspect_checkpoint(str(src)).spec
     plan = needs(spec, "AMXINT4")
     py, script = converter()
+    pool = threads()
     stop, peak, rss = threading.Event(), [0], {}
     samplers = [
         threading.Thread(target=scratch_sampler, args=(stop, peak), daemon=True),
@@ -86,7 +90,7 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
     for t in samplers:
         t.start()
     try:
-        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", threads(), 1)
+        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", pool.cpuinfer, pool.pools)
     finally:
         stop.set()
         for t in samplers:
@@ -106,14 +110,16 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
         "measured_peak_rss": done.peak_rss,
         "measured_scratch_peak": peak[0],
         "sampled_peaks": rss,  # RssAnon / RssFile / RssShmem / VmHWM of the converter process, bytes
-        "threads": threads(),
+        "threads": pool.cpuinfer,
     }
 
 
-def threads() -> int:
-    """The plan's --kt-cpuinfer rule (planner/threads.py): the usable CPUs minus a reserve."""
-    n = len(os.sched_getaffinity(0))
-    return max(1, n - (min(8, max(2, n // 4)) if n > 4 else 1))
+def threads() -> ThreadPlan:
+    """The threads and pools a plan gives this host, as `ktwizard convert` passes them (app/convert.py)."""
+    from ktwizard.host.probe import probe
+    from ktwizard.planner.threads import plan_threads
+
+    return plan_threads(probe(with_engine=False))
 
 
 def main() -> None:
