@@ -213,7 +213,8 @@ def _host(make):
 NOTES = (
     "## Reading it",
     "",
-    "- This is the development VM: 2 vCPUs of an AMD EPYC with AVX2 and FMA only, so kt-kernel loads its avx2 "
+    "- The development VM (the table above as committed): 2 vCPUs of an AMD EPYC with AVX2 and FMA only, so "
+    "kt-kernel loads its avx2 "
     "variant (AVX2*_MOE backends): no AVX-512, no AMX. It was shared with other sessions (load average 5-7 on "
     "its 2 cores in the first run, 1.4-3.3 in the second): every measured time is an upper bound, the table keeps "
     "each point's fastest of the two runs, and the runs differ by up to 5x on the rows measured while others ran "
@@ -227,8 +228,8 @@ NOTES = (
     "AVX2 run of those methods exists to refit on, so the term is left as it is and this table says so. The "
     "AVX-512 and AMX paths the published runs use cannot run here. The forecast uses `probe --bandwidth`'s "
     "read of this VM, itself taken under the same sharing.",
-    "- The device machines (H100/H200 hosts) are not used: kt-kernel needs torch in its venv, which cannot be "
-    "carried there (64 MiB).",
+    "- The H100 host's AVX-512 + AMX run, at the plan's thread count: results/device-2026-12-07/"
+    "ktcpu-planned-threads.md (at as many threads as CPUs the pool oversubscribes them: times in 8 ms slices).",
 )
 
 
