@@ -38,7 +38,8 @@ def shapes() -> dict[str, dict]:
                 vocab_size=1024, num_attention_heads=4, num_key_value_heads=4, n_group=1, topk_group=1)  # fmt: skip
     v2lite = dict(base, num_hidden_layers=3, first_k_dense_replace=1, vocab_size=8192)
     v2lite6 = dict(v2lite, num_hidden_layers=6)  # 5 MoE layers: does the peak grow layer by layer?
-    return {"tiny": tiny, "v2lite": v2lite, "v2lite6": v2lite6}
+    v2lite12 = dict(v2lite, num_hidden_layers=12)  # 11 MoE layers: the growth per layer, held out from v2lite6
+    return {"tiny": tiny, "v2lite": v2lite, "v2lite6": v2lite6, "v2lite12": v2lite12}
 
 
 def scratch_sampler(stop: threading.Event, peak: list[int]) -> None:
@@ -65,7 +66,9 @@ def rss_sampler(stop: threading.Event, peak: dict[str, int]) -> None:
                 for line in status.read_text().splitlines():
                     key, _, value = line.partition(":")
                     if key in ("RssAnon", "RssFile", "RssShmem", "VmHWM"):
-                        peak[key] = max(peak.get(key, 0), int(value.split()[0]) * 1024)
+                        now = int(value.split()[0]) * 1024
+                        peak[key] = max(peak.get(key, 0), now)
+                        peak[key + "_now"] = now
         time.sleep(0.02)
 
 
@@ -89,8 +92,13 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
     ]
     for t in samplers:
         t.start()
+    at_layer: list[int] = []  # RssAnon as each layer starts: what earlier layers left resident
+
+    def on_layer(done: int, total: int) -> None:
+        at_layer.append(rss.get("RssAnon_now", 0))
+
     try:
-        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", pool.cpuinfer, pool.pools)
+        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", pool.cpuinfer, pool.pools, on_layer)
     finally:
         stop.set()
         for t in samplers:
@@ -109,7 +117,8 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
         "plan_scratch": plan.scratch,
         "measured_peak_rss": done.peak_rss,
         "measured_scratch_peak": peak[0],
-        "sampled_peaks": rss,  # RssAnon / RssFile / RssShmem / VmHWM of the converter process, bytes
+        "sampled_peaks": {k: v for k, v in rss.items() if not k.endswith("_now")},  # of the converter, bytes
+        "anon_at_layer_start": at_layer,  # the last entry is at completion
         "threads": pool.cpuinfer,
     }
 

@@ -2,14 +2,23 @@
 memory it needs: kt-kernel's scripts/convert_cpu_weights.py (kt-cli-and-flags §1.11), every path quoted.
 
 The figures follow the converter's code (kvcache-ai/ktransformers 95009ea6, kt-kernel/scripts/convert_cpu_weights.py,
-"cc:" below; the script is not in the kt-kernel 0.7.2 wheel), one MoE layer at a time:
-- RAM: the layer's experts loaded as BF16 tensors in a list and stacked (cc:980-983, both alive until the `del`), the
-  layer quantized inside kt-kernel and written as .kt files to /dev/shm (cc:618-619, tmpfs: RAM), read back as
-  tensors (cc:1079) and held for save_file (cc:437); at the end every non-expert tensor is loaded at once for the
-  last shard (cc:453-464). The peak is the larger of the two phases.
+"cc:" below; the script is not in the kt-kernel 0.7.2 wheel) and kt-kernel's AMX operator it drives
+(kt-kernel/operators/amx/moe_base.hpp and moe.hpp at the same commit), one MoE layer at a time:
+- RAM: the layer's experts loaded as BF16 tensors in a list and stacked (cc:980-983, both alive until the `del`);
+  kt-kernel's TP_MOE copies the stacked layer into per-NUMA BF16 slices before quantizing (moe.hpp:470-472, freed
+  after) and quantizes into buffers it allocates per expert (moe_base.hpp:134-143) and never frees (~AMX_MOE_BASE
+  releases only its shared work buffer, :164; that one is only touched by a forward pass), writing them as .kt files
+  to /dev/shm (tmpfs: RAM). So every converted layer stays resident until the process ends: on the device's H100
+  host the converter's RssAnon rose by one converted layer (278 MB) at each of five layers
+  (benchmarks/results/device-2026-12-07/convert-layers.json). At the end every non-expert tensor is loaded at once
+  for the last shard (cc:453-464; safetensors 0.8's save_file writes from the tensors' memory, no copy). The peak is
+  the interpreter's own, every converted layer, and the larger of the last layer's BF16 copies and the non-expert
+  tensors.
 - Disk: the converted routed experts of the main layers (MTP layers are skipped, cc:336-352) plus a copy of every
   non-expert tensor (cc:453-464).
 - /dev/shm: one converted layer's .kt files, removed after each layer (cc:1083).
+- GPU: the converter needs a torch that sees a GPU: kt-kernel pins its expert mask (kt_kernel/experts_base.py:431-434)
+  and FP8 experts are dequantized on the GPU (cc:931-932).
 The converter's AMX classes need AVX512F + AVX512BW (kt-kernel 0.7.2 kt_kernel/utils/amx.py:329-339)."""
 
 from __future__ import annotations
@@ -33,6 +42,9 @@ CONVERTER_ISA = ("avx512f", "avx512bw")  # kt_kernel/utils/amx.py:329-339: the A
 # of utils/loader.py:215-245, else the per-layer .kt files at :557-560); its converter takes BF16, FP16 or FP8 experts
 # (cli/commands/quant.py:54-59, :240-242)
 AMX_LOADER = "kt_kernel/utils/amx.py:361-368, :457-458, :557-560"
+# measured, not derived: the converter's RssAnon with torch and kt-kernel imported, before its first layer's weights
+# (0.30-0.31 GB at layer start, 0.33 GB peak on a 17 MB checkpoint: benchmarks/results/device-2026-12-07/)
+CONVERTER_BASE = 330 * 10**6
 CONVERTER_INPUT = "kt_kernel/cli/commands/quant.py:54-59"
 
 
@@ -50,10 +62,11 @@ def needs(spec: ModelSpec, method: str) -> ConvertNeeds:
     converted_layer = M.cpu_bytes_per_expert(spec, method) * spec.routed_experts
     bf16_layer = spec.routed_experts * 3 * spec.hidden * spec.moe_intermediate * 2
     non_expert = spec.non_expert_bytes + spec.bytes_by_group.get("vision", 0)
-    layer_phase = 2 * bf16_layer + 3 * converted_layer  # list + stack; kt-kernel's copy, the .kt files, read back
+    kept = converted_layer * spec.moe_layer_count  # kt-kernel's quantized buffers, never freed (moe_base.hpp:134-143)
+    last_layer = 2 * bf16_layer + converted_layer  # the stacked layer, TP_MOE's BF16 slices, the .kt files in /dev/shm
     return ConvertNeeds(
-        disk=converted_layer * spec.moe_layer_count + non_expert,
-        ram=max(layer_phase, non_expert),
+        disk=kept + non_expert,
+        ram=CONVERTER_BASE + kept + max(last_layer, non_expert),
         scratch=converted_layer,
         layers=spec.moe_layer_count,
     )
@@ -77,7 +90,9 @@ def refusal(spec: ModelSpec, method: str, flags: tuple[str, ...]) -> str | None:
     return None
 
 
-def conversion(spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: ThreadPlan) -> Notice | None:
+def conversion(
+    spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: ThreadPlan, ram_total: int | None = None
+) -> Notice | None:
     if choice.native:
         return None
     source = goals.weights or f"/models/{spec.id}"
@@ -105,10 +120,17 @@ def conversion(spec: ModelSpec, choice: MethodChoice, goals: Goals, threads: Thr
     return Notice(
         "warn",
         f"{choice.method} reads CPU weights converted ahead of time: {shlex.join(argv)}",
-        f"needs {human(need.disk)} free at {shlex.quote(output)} and {human(need.ram)} of RAM (one MoE layer in BF16 "
-        "twice and its converted copy three times, or the non-expert tensors at the end: convert_cpu_weights.py "
-        "980-983, 1079, 453-464); `ktwizard convert` runs it and checks both first; then plan with --kt-weights "
-        f"{shlex.quote(output)}"
+        f"needs {human(need.disk)} free at {shlex.quote(output)} and {human(need.ram)} of RAM (kt-kernel keeps every "
+        "converted layer resident until the converter exits, moe_base.hpp:134-143, plus the last layer's BF16 copies: "
+        "convert_cpu_weights.py:980-983, moe.hpp:470-472), and a torch that sees a GPU (kt-kernel pins memory, "
+        "experts_base.py:431-434): run it on the serving host; `ktwizard convert` runs it and checks all three first; "
+        f"then plan with --kt-weights {shlex.quote(output)}"
+        + (
+            f"; this host has {human(ram_total)} of RAM, too little to convert here: convert on a host with more, or "
+            "use pre-converted weights"
+            if ram_total is not None and need.ram > ram_total
+            else ""
+        )
         + ("; FP8 to INT may cost accuracy (kt-kernel scripts README)" if input_type == "fp8" else ""),
     )
 

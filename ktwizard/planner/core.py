@@ -126,7 +126,7 @@ def plan(
     flags, why_notes = build_flags(spec, goals, hints, recipe, choice, sizing, threads, gpu_experts, mfs, gpus)
     check_flags(flags)
     overflows = _overflows(spec, choice.method, gpus, goals.kv_dtype or "auto", flags, budgets, host_budgets)
-    notes += why_notes + _notes(goals, choice, sizing, budgets, gpus, threads)
+    notes += why_notes + _notes(goals, choice, sizing, budgets, gpus, threads, host.memory.total)
     fetch = download(spec, _model_path(goals, spec), host.disk)
     if fetch is not None:
         notes.insert(0, fetch)
@@ -286,9 +286,10 @@ def _notes(
     budgets: tuple[GpuBudget, ...],
     gpus: tuple[GPU, ...],
     threads: ThreadPlan,
+    ram_total: int,
 ) -> list[Notice]:
     notes = []
-    convert = conversion(sizing.spec, choice, goals, threads)
+    convert = conversion(sizing.spec, choice, goals, threads, ram_total)
     if convert is not None:
         notes.append(convert)
     if not goals.weights:

@@ -312,8 +312,18 @@ def test_converted_methods_render_the_exact_conversion_command():
 
     # the converted experts and the converter's copy of every non-expert tensor (convert_cpu_weights.py:453-464)
     spec = p.spec()
-    disk = r.host_budgets[0].item("CPU experts") + spec.non_expert_bytes + spec.bytes_by_group.get("vision", 0)
-    assert f"needs {human(disk)} free" in note.fix
+    experts = r.host_budgets[0].item("CPU experts")
+    non_expert = spec.non_expert_bytes + spec.bytes_by_group.get("vision", 0)
+    assert f"needs {human(experts + non_expert)} free" in note.fix
+    # RAM: the interpreter (0.33 GB measured), every converted layer (kt-kernel never frees them), and the last layer
+    # in BF16 twice (the stacked tensors and TP_MOE's slices) beside its .kt files: DeepSeek-V3's 58 MoE layers of 256
+    # experts, 7168 x 2048
+    cfg = p.config
+    layers = cfg["num_hidden_layers"] - cfg["first_k_dense_replace"]
+    bf16_layer = cfg["n_routed_experts"] * 3 * cfg["hidden_size"] * cfg["moe_intermediate_size"] * 2
+    ram = 330 * 10**6 + experts + max(2 * bf16_layer + experts // layers, non_expert)
+    assert layers == 58 and f"and {human(ram)} of RAM" in note.fix, note.fix
+    assert "a torch that sees a GPU" in note.fix and "serving host" in note.fix
 
 
 def test_a_what_if_plan_is_the_plan_without_its_advice():
@@ -332,3 +342,20 @@ def test_a_what_if_plan_is_the_plan_without_its_advice():
         assert quick.forecast == full.forecast and not quick.suggestions
         assert set(quick.notices) <= set(full.notices)
     assert not full.fits and full.suggestions  # the second goals do not fit: the advice is the fixes
+
+
+def test_a_host_with_less_ram_than_the_converter_peaks_at_is_told_to_convert_elsewhere():
+    """The converter's RAM (every converted layer stays resident) can exceed a host's RAM: the notice says so."""
+    from ktwizard.planner.convert import conversion, needs
+
+    from ktwizard.planner.methods import MethodChoice
+    from ktwizard.planner.threads import plan_threads
+
+    p, goals = get_preset("deepseek-v3"), Goals(context=8192, method="AMXINT4")
+    need = needs(p.spec(), "AMXINT4").ram
+    choice = MethodChoice("AMXINT4", native=False, why="")
+    threads = plan_threads(load_host("xeon-2s-amx-4x4090-48gb"))
+    short = conversion(p.spec(), choice, goals, threads, need - 1)
+    enough = conversion(p.spec(), choice, goals, threads, need)
+    assert short is not None and "too little to convert here" in short.fix
+    assert enough is not None and "too little" not in enough.fix
