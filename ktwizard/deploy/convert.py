@@ -8,6 +8,7 @@ layers. A failed run's partial folder is removed and the next run starts again."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -77,6 +78,24 @@ def pinning_refusal(python: str) -> str | None:
     )
 
 
+def _die_with_parent() -> None:
+    """In the converter's child, before exec: the kernel SIGKILLs it when ktwizard dies, even by SIGKILL, so a killed
+    `convert` leaves no converter holding hundreds of GB (prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
+def _stale_scratch() -> None:
+    """/dev/shm/kt_convert_PID of converters no longer alive (a killed run's tmpfs, which is RAM) are removed."""
+    for d in Path("/dev/shm").glob("kt_convert_*"):
+        pid = d.name.rpartition("_")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def run(
     python: str,
     script: str,
@@ -93,6 +112,7 @@ def run(
 
     partial = output.with_name(output.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
+    _stale_scratch()
     argv = [python, script, "--input-path", str(source), "--input-type", input_type, "--output", str(partial)]
     argv += ["--quant-method", quant, "--cpuinfer-threads", str(threads), "--threadpool-count", str(pools)]
     start = time.monotonic()
@@ -102,6 +122,7 @@ def run(
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=_die_with_parent,
     )
     last_error, finished, total = "", False, 0
     try:

@@ -4,6 +4,7 @@ random-weight checkpoint made here, for real, and the output is renamed into pla
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import struct
@@ -191,3 +192,44 @@ def test_a_torch_that_cannot_pin_memory_is_refused_before_the_converter_starts(t
         convert(str(src), "AMXINT4", host=load_host(str(spec)), say=lambda _: None)
     assert "experts_base.py:431-434" in err.value.message and "pin" in err.value.message
     assert not (tmp_path / "tiny-AMXINT4").exists() and not (tmp_path / "tiny-AMXINT4.partial").exists()
+
+
+def test_a_killed_convert_leaves_no_converter_and_the_next_run_clears_its_scratch(tmp_path):
+    """SIGKILL of the process running the converter takes the converter with it (it would hold RAM for hours), and a
+    dead converter's /dev/shm scratch is removed when the next conversion starts. The child here is a script that
+    records its pid and waits, in place of a converter held mid-layer: what is under test is ktwizard's hold on it."""
+    import signal
+    import time
+
+    child, pid_file = tmp_path / "hold.py", tmp_path / "pid"
+    child.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = Path("/dev/shm") / f"kt_convert_{dead.stdout.strip()}"
+    stale.mkdir(exist_ok=True)
+    (stale / "layer.kt").write_bytes(b"\0" * 16)
+    code = (
+        "import sys; from pathlib import Path; from ktwizard.deploy.convert import run; "
+        f"run(sys.executable, {str(child)!r}, Path('/none'), Path({str(tmp_path / 'out')!r}), 'bf16', 'int4', 1, 1)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    try:
+        for _ in range(600):  # a bound against a hang, not a verdict: the child writes its pid on start
+            if pid_file.is_file() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        pid = int(pid_file.read_text())
+        assert not stale.exists(), "a dead converter's scratch was left in /dev/shm"
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=60)
+        for _ in range(600):
+            if not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text():
+                break
+            time.sleep(0.1)
+        alive = Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
+        assert not alive, "the converter outlived the ktwizard process that ran it"
+    finally:
+        parent.kill()
+        parent.wait()
+        if (tmp_path / "pid").is_file():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
