@@ -136,12 +136,13 @@ def test_ctrl_c_leaves_a_pending_folder_and_the_same_command_resumes(hub, tmp_pa
     proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert hub.state.stalled.wait(60)
-        parts = out / ".cache" / "huggingface" / "download"
-        for _ in range(600):  # the first chunk reaches the .incomplete part (bounded wait, not the verdict)
-            got = [p.stat().st_size for p in parts.glob("*.incomplete")] if parts.is_dir() else []
+        parts = out / ".cache" / "ktwizard"  # deploy/download.py's parts
+        for _ in range(600):  # the first chunk reaches the part (bounded wait, not the verdict)
+            got = [p.stat().st_size for p in parts.glob("*.part")] if parts.is_dir() else []
             if got and max(got) >= CHUNK:
                 break
             time.sleep(0.1)
+        assert got and max(got) >= CHUNK, f"the first chunk never reached {parts}"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
