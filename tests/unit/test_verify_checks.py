@@ -113,7 +113,8 @@ def _silent_server():
 
 def test_a_server_that_never_answers_fails_each_check_at_its_deadline(tmp_path):
     with _silent_server() as url:
-        report = run_checks(Spec(url, "m", 4096, None, "kimi_k2", None, timeout_s=1.0))
+        # a 512-token context keeps the long check's prefill allowance (its prompt at 100 tokens/s) to 2.6 s
+        report = run_checks(Spec(url, "m", 512, None, "kimi_k2", None, timeout_s=1.0))
     assert not report.passed and len(report.failed) == 5
     for v in report.verdicts:
         assert "Traceback" not in v.evidence
