@@ -117,7 +117,8 @@ class LiveNvml:
 
 
 def _init_reason(exc: Exception) -> str:
-    name = exc.__class__.__name__
+    """Why NVML did not start, from pynvml's error (its class names the code) or monitor/nvml_calls' (its text)."""
+    name = f"{exc.__class__.__name__} {exc}"
     if "LibraryNotFound" in name:
         return "no NVIDIA driver: the NVML library (libnvidia-ml.so.1) was not found"
     if "DriverNotLoaded" in name:

@@ -45,18 +45,18 @@ class GpuSampler:
         self.slow: dict[int, tuple[Any, Any, Any]] = {}
         if self.recorded:
             return
-        try:
-            import pynvml
+        from ktwizard.monitor import nvml_calls as nvml  # pynvml's names, without pynvml's 2.6 MB
 
-            pynvml.nvmlInit()
-            self.nvml = pynvml
-            self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        except Exception as exc:  # noqa: BLE001 - no driver, no library: the pane says so
+        try:
+            nvml.nvmlInit()
+            self.nvml = nvml
+            self.handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+        except nvml.NVMLError as exc:  # no driver, no library: the pane says so
             from ktwizard.host.nvml import _init_reason
 
-            self.error = (
-                _init_reason(exc) if exc.__class__.__name__.startswith("NVMLError") else f"NVML unavailable ({exc})"
-            )
+            self.error = _init_reason(exc)
+        except Exception as exc:  # noqa: BLE001 - anything else NVML's start raises, in the pane
+            self.error = f"NVML unavailable ({exc})"
 
     def fields(self) -> dict[str, Any]:
         gpus, error = self.sample(self.server_pids())
