@@ -347,7 +347,6 @@ def test_a_what_if_plan_is_the_plan_without_its_advice():
 def test_a_host_with_less_ram_than_the_converter_peaks_at_is_told_to_convert_elsewhere():
     """The converter's RAM (every converted layer stays resident) can exceed a host's RAM: the notice says so."""
     from ktwizard.planner.convert import conversion, needs
-
     from ktwizard.planner.methods import MethodChoice
     from ktwizard.planner.threads import plan_threads
 
