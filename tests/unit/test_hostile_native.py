@@ -92,6 +92,21 @@ def test_stop_ends_a_leaderless_group_of_the_server(tmp_path):
             os.kill(job, signal.SIGKILL)
 
 
+def test_stop_does_not_wait_on_a_server_that_ended_but_is_not_yet_reaped(tmp_path):
+    """A wizard that launched the server natively is its parent: the server ends on SIGTERM and stays a zombie until
+    the wizard reaps it. `stop` from another terminal returns then, not after its whole grace period (300 s here,
+    beyond the 60 s this test allows it: the old wait counted the zombie as running and ran into that cap)."""
+    server = _server("srv")  # this test is its parent and does not reap it while `stop` runs
+    try:
+        _record(tmp_path, "srv", server.pid, start_ticks(server.pid))
+        out = _cli(tmp_path, "stop", "srv", "--timeout", "300", timeout=60)
+        assert out.returncode == 0 and "stopped srv" in out.stderr, out.stderr
+        assert not _alive(server.pid)
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_a_record_with_a_wrong_pid_still_stops_its_server(tmp_path):
     server, other = _server("srv"), _server(None)
     try:
