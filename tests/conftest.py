@@ -245,6 +245,16 @@ def free_port() -> int:
     raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
 
 
+def exited(pid: int) -> bool:
+    """The process has ended: gone, or a zombie its parent has yet to reap (a container's or this sandbox's PID 1
+    may never reap an orphaned server; `stop` does not wait for that, deploy/native_proc._group_running)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
 @contextlib.contextmanager
 def one_at_a_time(what: str):
     """A lock across this machine's test processes (pytest-xdist workers, other runs): an expensive shared thing,
