@@ -88,9 +88,17 @@ def convert(
     shm = _free(Path("/dev/shm"))
     if shm is not None and shm < need.scratch:
         raise KtwizardError(f"/dev/shm: {human(shm)} free, the converter writes {human(need.scratch)} there per layer")
+    input_type = INPUT_TYPE[spec.expert_format.kind]
     pinning = runner.pinning_refusal(python)
+    if pinning is not None and input_type == "fp8":
+        raise KtwizardError(
+            f"convert: {pinning}; FP8 experts are dequantized on the GPU (convert_cpu_weights.py:931-932)"
+        )
     if pinning is not None:
-        raise KtwizardError(f"convert: {pinning}")
+        say(
+            "this torch sees no GPU: the converter runs with torch's pin_memory off (kt-kernel pins only for GPU "
+            "copies, experts_base.py:431-434, which a BF16 conversion never makes)"
+        )
     threads = plan_threads(host)
     say(
         f"converting {need.layers} MoE layers of {weights} to {method} with {threads.cpuinfer} threads in "
@@ -101,10 +109,11 @@ def convert(
         script,
         Path(weights),
         out,
-        INPUT_TYPE[spec.expert_format.kind],
+        input_type,
         method[3:].lower(),
         threads.cpuinfer,
         threads.pools,
         on_layer,
+        unpinned=pinning is not None,
     )
     return ConvertResult(out, method, done.seconds, done.peak_rss, need.ram, need.disk, done.layers)

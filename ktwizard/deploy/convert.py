@@ -62,6 +62,25 @@ PINS = "import torch; torch.empty(1, pin_memory=True)"
 PINNED_AT = "kt_kernel/experts_base.py:431-434"
 
 
+# Where torch has no accelerator (a CPU-only host or build), the converter runs with pin_memory dropped from the
+# three torch constructors kt-kernel pins with (experts_base.py:431-434, :242-262). Pinning only makes host-to-GPU
+# copies asynchronous; a BF16/FP16 conversion makes none (the mask is all-CPU, cc:1000), so its output is the same
+# bytes. FP8 sources are dequantized on the GPU (cc:931-932) and are refused instead (app/convert.py).
+UNPINNED = (
+    "import functools, runpy, sys, torch\n"
+    "def unpinned(make):\n"
+    "    @functools.wraps(make)\n"
+    "    def call(*args, **kwargs):\n"
+    "        kwargs.pop('pin_memory', None)\n"
+    "        return make(*args, **kwargs)\n"
+    "    return call\n"
+    "for name in ('zeros', 'empty', 'full'):\n"
+    "    setattr(torch, name, unpinned(getattr(torch, name)))\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
+
+
 def pinning_refusal(python: str) -> str | None:
     """Why the converter would fail at its first layer on this machine (torch with no usable GPU), else None: asked
     of the converter's own interpreter, as kt-kernel asks it."""
@@ -106,6 +125,7 @@ def run(
     threads: int,
     pools: int,
     on_layer: Callable[[int, int], None] = lambda done, total: None,
+    unpinned: bool = False,
 ) -> Converted:
     import json
     import resource
@@ -113,7 +133,8 @@ def run(
     partial = output.with_name(output.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     _stale_scratch()
-    argv = [python, script, "--input-path", str(source), "--input-type", input_type, "--output", str(partial)]
+    argv = [python, *(["-c", UNPINNED] if unpinned else []), script]
+    argv += ["--input-path", str(source), "--input-type", input_type, "--output", str(partial)]
     argv += ["--quant-method", quant, "--cpuinfer-threads", str(threads), "--threadpool-count", str(pools)]
     start = time.monotonic()
     proc = subprocess.Popen(

@@ -17,8 +17,9 @@ The figures follow the converter's code (kvcache-ai/ktransformers 95009ea6, kt-k
 - Disk: the converted routed experts of the main layers (MTP layers are skipped, cc:336-352) plus a copy of every
   non-expert tensor (cc:453-464).
 - /dev/shm: one converted layer's .kt files, removed after each layer (cc:1083).
-- GPU: the converter needs a torch that sees a GPU: kt-kernel pins its expert mask (kt_kernel/experts_base.py:431-434)
-  and FP8 experts are dequantized on the GPU (cc:931-932).
+- GPU: FP8 experts are dequantized on the GPU (cc:931-932). BF16/FP16 ones need none, but kt-kernel pins its expert
+  mask (kt_kernel/experts_base.py:431-434), which a torch without a GPU refuses: `ktwizard convert` runs the converter
+  with that pinning dropped there (deploy/convert.UNPINNED).
 The converter's AMX classes need AVX512F + AVX512BW (kt-kernel 0.7.2 kt_kernel/utils/amx.py:329-339)."""
 
 from __future__ import annotations
@@ -122,9 +123,14 @@ def conversion(
         f"{choice.method} reads CPU weights converted ahead of time: {shlex.join(argv)}",
         f"needs {human(need.disk)} free at {shlex.quote(output)} and {human(need.ram)} of RAM (kt-kernel keeps every "
         "converted layer resident until the converter exits, moe_base.hpp:134-143, plus the last layer's BF16 copies: "
-        "convert_cpu_weights.py:980-983, moe.hpp:470-472), and a torch that sees a GPU (kt-kernel pins memory, "
-        "experts_base.py:431-434): run it on the serving host; `ktwizard convert` runs it and checks all three first; "
-        f"then plan with --kt-weights {shlex.quote(output)}"
+        "convert_cpu_weights.py:980-983, moe.hpp:470-472)"
+        + (
+            ", and a torch that sees a GPU (FP8 experts are dequantized there, convert_cpu_weights.py:931-932): run it "
+            "on the serving host"
+            if input_type == "fp8"
+            else "; no GPU is needed (`ktwizard convert` drops kt-kernel's memory pinning where torch has none)"
+        )
+        + f"; `ktwizard convert` runs it and checks these first; then plan with --kt-weights {shlex.quote(output)}"
         + (
             f"; this host has {human(ram_total)} of RAM, too little to convert here: convert on a host with more, or "
             "use pre-converted weights"

@@ -1,5 +1,5 @@
 """ktwizard convert: what kt-kernel's converter cannot do is refused before it starts; where the converter can run
-(KTWIZARD_KT_PYTHON with kt-kernel 0.7.2 and a torch that sees a GPU, a CPU with AVX512F+BW), it converts a small
+(KTWIZARD_KT_PYTHON with kt-kernel 0.7.2 and torch, a CPU with AVX512F+BW; a GPU only for FP8 sources), it converts a small
 random-weight checkpoint made here, for real, and the output is renamed into place only when complete."""
 
 from __future__ import annotations
@@ -111,24 +111,28 @@ def _avx512() -> bool:
 
 
 def _converter_host() -> bool:
-    """The converter runs here: the AMX classes' ISA, and a torch in KTWIZARD_KT_PYTHON that pins host memory (a GPU
-    it can use: kt_kernel/experts_base.py:431-434)."""
+    """The converter runs here: KTWIZARD_KT_PYTHON and the AMX classes' ISA (with or without a GPU: a BF16 source
+    needs none once the pinning is dropped, deploy/convert.UNPINNED)."""
+    return bool(os.environ.get("KTWIZARD_KT_PYTHON")) and _avx512()
+
+
+def _pins(py: str) -> bool:
     from ktwizard.deploy.convert import pinning_refusal
 
-    py = os.environ.get("KTWIZARD_KT_PYTHON")
-    return bool(py) and _avx512() and pinning_refusal(py) is None
+    return pinning_refusal(py) is None
 
 
 def test_kt_kernels_converter_converts_a_small_checkpoint_for_real(tmp_path):
     py = os.environ.get("KTWIZARD_KT_PYTHON")
     if not py or not _converter_host():
         if os.environ.get("KTWIZARD_REQUIRE_KT") == "1":
-            pytest.fail("KTWIZARD_REQUIRE_KT=1: needs KTWIZARD_KT_PYTHON, a CPU with AVX512F+BW and a usable GPU")
-        pytest.skip("kt-kernel's converter needs KTWIZARD_KT_PYTHON, a CPU with AVX512F+BW and a GPU torch can use")
+            pytest.fail("KTWIZARD_REQUIRE_KT=1: needs KTWIZARD_KT_PYTHON and a CPU with AVX512F+BW")
+        pytest.skip("kt-kernel's converter needs KTWIZARD_KT_PYTHON and a CPU with AVX512F+BW")
     src = tmp_path / "tiny"
     write_random(src, tiny_config())
-    result = ktwizard("convert", "--weights", str(src), "--method", "AMXINT4", "--quiet")
+    result = ktwizard("convert", "--weights", str(src), "--method", "AMXINT4")
     assert result.returncode == 0, result.stderr + result.stdout
+    assert ("pin_memory off" in result.stdout) != _pins(py), result.stdout  # said where torch has no GPU
     out = tmp_path / "tiny-AMXINT4"
     assert out.is_dir() and not (tmp_path / "tiny-AMXINT4.partial").exists()
     index = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
@@ -146,12 +150,12 @@ def test_kt_kernels_converter_converts_a_small_checkpoint_for_real(tmp_path):
 
 
 def test_a_converter_failure_leaves_nothing_at_the_output(tmp_path):
-    """The real converter failing at its first layer (here: the CPU lacks the AMX classes' ISA, or torch cannot pin
-    memory without a GPU -- which the app refuses first, so the runner is called directly): one line with the
-    converter's own error, no output, no partial folder."""
+    """The real converter failing at its first layer: one line with the converter's own error, no output, no partial
+    folder. It fails where the CPU lacks the AMX classes' ISA, or, run without ktwizard's unpinning (the runner called
+    directly), where torch cannot pin memory without a GPU."""
     py = os.environ.get("KTWIZARD_KT_PYTHON")
-    if not py or _converter_host():
-        pytest.skip("needs KTWIZARD_KT_PYTHON where the converter cannot run (no AVX512F+BW, or no usable GPU)")
+    if not py or (_avx512() and _pins(py)):
+        pytest.skip("needs KTWIZARD_KT_PYTHON where the converter fails (no AVX512F+BW, or a torch with no GPU)")
     from ktwizard.deploy import convert as runner
     from ktwizard.errors import KtwizardError
 
@@ -168,15 +172,13 @@ def test_a_converter_failure_leaves_nothing_at_the_output(tmp_path):
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
 
 
-def test_a_torch_that_cannot_pin_memory_is_refused_before_the_converter_starts(tmp_path):
-    """kt-kernel 0.7.2's converter builds a KTMoEWrapper per layer, which pins its expert mask
-    (kt_kernel/experts_base.py:431-434): with the converter's own torch unable to pin (no GPU it can use), `convert`
-    says so before it starts -- on a host with the AMX classes' ISA, where the converter would otherwise run."""
+def test_an_fp8_source_is_refused_where_torch_sees_no_gpu(tmp_path):
+    """FP8 experts are dequantized on the GPU (convert_cpu_weights.py:931-932): with the converter's torch unable to
+    pin memory (it sees no GPU), `convert` says so before it starts -- on a host with the AMX classes' ISA, where a
+    BF16 source would convert."""
     py = os.environ.get("KTWIZARD_KT_PYTHON")
-    from ktwizard.deploy.convert import pinning_refusal
-
-    if not py or pinning_refusal(py) is None:
-        pytest.skip("needs KTWIZARD_KT_PYTHON whose torch cannot pin memory (no usable GPU)")
+    if not py or _pins(py):
+        pytest.skip("needs KTWIZARD_KT_PYTHON whose torch sees no GPU")
     from ktwizard.app.convert import convert
     from ktwizard.errors import KtwizardError
     from ktwizard.host.spec import load_host
@@ -186,12 +188,12 @@ def test_a_torch_that_cannot_pin_memory_is_refused_before_the_converter_starts(t
         "gpus: []\ncpu: {model: Intel Xeon 8480+, sockets: 1, cores_per_socket: 16, threads_per_core: 2, "
         "flags: [avx2, avx512f, avx512bw, avx512_bf16, amx_tile]}\nnuma_nodes: 1\nmemory_gib: 256\n"
     )
-    src = tmp_path / "tiny"
-    write_random(src, tiny_config())
+    cfg = dict(tiny_config(), quantization_config=get_preset("deepseek-v3").config["quantization_config"])
+    write_checkpoint(tmp_path / "fp8", cfg, deepseek_tensors(cfg, fp8=True), shards=1, sparse=True)
     with pytest.raises(KtwizardError) as err:
-        convert(str(src), "AMXINT4", host=load_host(str(spec)), say=lambda _: None)
-    assert "experts_base.py:431-434" in err.value.message and "pin" in err.value.message
-    assert not (tmp_path / "tiny-AMXINT4").exists() and not (tmp_path / "tiny-AMXINT4.partial").exists()
+        convert(str(tmp_path / "fp8"), "AMXINT4", host=load_host(str(spec)), say=lambda _: None)
+    assert "931-932" in err.value.message and "pin" in err.value.message
+    assert not (tmp_path / "fp8-AMXINT4").exists() and not (tmp_path / "fp8-AMXINT4.partial").exists()
 
 
 def test_a_killed_convert_leaves_no_converter_and_the_next_run_clears_its_scratch(tmp_path):
