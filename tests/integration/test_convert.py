@@ -1,6 +1,6 @@
 """ktwizard convert: what kt-kernel's converter cannot do is refused before it starts; where the converter can run
-(KTWIZARD_KT_PYTHON with kt-kernel 0.7.2 and torch, a CPU with AVX512F+BW; a GPU only for FP8 sources), it converts a small
-random-weight checkpoint made here, for real, and the output is renamed into place only when complete."""
+(KTWIZARD_KT_PYTHON with kt-kernel 0.7.2 and torch, a CPU with AVX512F+BW; a GPU only for FP8 sources), it converts
+a small random-weight checkpoint made here, for real, and the output is renamed into place only when complete."""
 
 from __future__ import annotations
 
