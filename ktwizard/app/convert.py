@@ -56,6 +56,7 @@ def convert(
     import psutil
 
     from ktwizard.deploy import convert as runner
+    from ktwizard.deploy import convert_resume as resume
     from ktwizard.models.inspect import inspect_checkpoint
     from ktwizard.planner.convert import INPUT_TYPE, needs, refusal
     from ktwizard.planner.threads import plan_threads
@@ -100,6 +101,10 @@ def convert(
             "copies, experts_base.py:431-434, which a BF16 conversion never makes)"
         )
     threads = plan_threads(host)
+    partial = out.with_name(out.name + ".partial")
+    kept = resume.load(partial, resume.Progress(str(Path(weights)), input_type, method[3:].lower()))
+    if kept.layers:
+        say(f"resuming at layer {kept.resume_layer()}: {len(kept.layers)} finished layer(s) kept in {partial}")
     say(
         f"converting {need.layers} MoE layers of {weights} to {method} with {threads.cpuinfer} threads in "
         f"{threads.pools} pool(s): {human(need.disk)} to write, up to {human(need.ram)} of RAM"

@@ -2,9 +2,9 @@
 a child process in the Python that has kt-kernel 0.7.2 and torch, with progress read from its own lines, and the
 output renamed into place only when the converter said it finished and its index is there.
 
-Per-layer resumption is not offered: with merged output the converter numbers shards and builds the index from the
-layers of the current run only (cc:420-437, 474-490), so a --resume-layer run writes an index without the earlier
-layers. A failed run's partial folder is removed and the next run starts again."""
+A stopped conversion keeps the layers it finished, and the same command resumes after the last of them
+(deploy/convert_resume.py: each run writes into a folder of its own, the shards are merged into one index at the
+end)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktwizard.deploy import convert_resume as resume
 from ktwizard.errors import KtwizardError
 from ktwizard.runtime.version import KT_KERNEL
 
@@ -131,11 +132,14 @@ def run(
     import resource
 
     partial = output.with_name(output.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
+    progress = resume.load(partial, resume.Progress(str(source), input_type, quant))
+    start_at = progress.resume_layer()
     _stale_scratch()
+    folder = resume.next_run(partial)
     argv = [python, *(["-c", UNPINNED] if unpinned else []), script]
-    argv += ["--input-path", str(source), "--input-type", input_type, "--output", str(partial)]
+    argv += ["--input-path", str(source), "--input-type", input_type, "--output", str(folder)]
     argv += ["--quant-method", quant, "--cpuinfer-threads", str(threads), "--threadpool-count", str(pools)]
+    argv += ["--resume-layer", str(start_at)] if start_at else []
     start = time.monotonic()
     proc = subprocess.Popen(
         argv,
@@ -145,15 +149,19 @@ def run(
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=_die_with_parent,
     )
-    last_error, finished, total = "", False, 0
+    last_error, finished, total, layer = "", False, 0, -1
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
             line = line.rstrip()
             m = LAYER.match(line)
+            wrote = resume.WROTE.match(line)
             if m:
-                total = int(m.group(3))
+                layer, total = int(m.group(1)), int(m.group(3))
                 on_layer(int(m.group(2)) - 1, total)
+            elif wrote and layer >= 0:
+                progress = progress.finished(layer, f"{folder.name}/{wrote.group(1)}")
+                resume.save(partial, progress)
             elif line == DONE:
                 finished = True
             elif ERROR.match(line):
@@ -162,21 +170,40 @@ def run(
     except BaseException:
         proc.kill()
         proc.wait()
-        shutil.rmtree(partial, ignore_errors=True)
+        _keep_or_clear(partial, progress)
         raise
     finally:
         # the converter cleans its /dev/shm scratch only on success (cc:631-637): a failed run's is removed here
         shutil.rmtree(f"/dev/shm/kt_convert_{proc.pid}", ignore_errors=True)
     seconds = time.monotonic() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    if rc != 0 or not finished or not (partial / "model.safetensors.index.json").is_file():
-        shutil.rmtree(partial, ignore_errors=True)
+    if rc != 0 or not finished or not (folder / resume.INDEX).is_file():
         why = last_error or f"exit status {rc}" + ("" if finished else ", it did not report completion")
-        raise KtwizardError(f"kt-kernel's converter failed: {why[:300]}; nothing was left at {output}")
+        kept = _keep_or_clear(partial, progress)
+        raise KtwizardError(f"kt-kernel's converter failed: {why[:300]}; {kept}")
+    try:
+        resume.merge(partial, progress, folder)
+    except (OSError, ValueError, KeyError) as err:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise KtwizardError(
+            f"the converter's output could not be merged ({err}); nothing was left at {output}"
+        ) from None
     on_layer(total, total)
     (partial / MARKER).write_text(json.dumps({"source": str(source), "quant": quant, "layers": total}) + "\n")
     os.rename(partial, output)
     return Converted(output, seconds, peak, total)
+
+
+def _keep_or_clear(partial: Path, progress: resume.Progress) -> str:
+    """After a stopped run: the finished layers kept for the next run, or nothing left when none finished."""
+    if not progress.layers:
+        shutil.rmtree(partial, ignore_errors=True)
+        return f"nothing was left at {partial.with_name(partial.name.removesuffix('.partial'))}"
+    resume.keep_finished(partial, progress)
+    return (
+        f"{len(progress.layers)} finished layer(s) are kept in {partial}: the same command resumes at layer "
+        f"{progress.resume_layer()}"
+    )
 
 
 def is_converted(folder: Path) -> bool:

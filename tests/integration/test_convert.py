@@ -235,3 +235,58 @@ def test_a_killed_convert_leaves_no_converter_and_the_next_run_clears_its_scratc
         if (tmp_path / "pid").is_file():
             with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
+
+
+def _tensor_digests(folder: Path) -> dict[str, str]:
+    """sha256 of each converted tensor's bytes, by name, over the folder's shards."""
+    import hashlib
+
+    out = {}
+    for shard in sorted(folder.glob("*.safetensors")):
+        raw = shard.read_bytes()
+        (n,) = struct.unpack("<Q", raw[:8])
+        for name, meta in json.loads(raw[8 : 8 + n]).items():
+            if name != "__metadata__":
+                a, b = meta["data_offsets"]
+                out[name] = hashlib.sha256(raw[8 + n + a : 8 + n + b]).hexdigest()
+    return out
+
+
+def test_a_stopped_conversion_resumes_after_its_last_finished_layer(tmp_path):
+    """Three MoE layers: stopped as the third starts, the two finished layers are kept; the same call resumes at the
+    third (the converter's --resume-layer) and the merged output is byte for byte an uninterrupted conversion's, with
+    one index, read by kt-kernel's own loader."""
+    py = os.environ.get("KTWIZARD_KT_PYTHON")
+    if not py or not _converter_host():
+        pytest.skip("kt-kernel's converter needs KTWIZARD_KT_PYTHON and a CPU with AVX512F+BW")
+    from ktwizard.deploy import convert as runner
+    from ktwizard.deploy.convert_resume import PROGRESS
+
+    python, script = runner.converter()
+    src = tmp_path / "tiny3"
+    write_random(src, dict(tiny_config(), num_hidden_layers=4))  # layers 1-3 are MoE
+    args = ("bf16", "int4", 2, 1)
+    unpinned = not _pins(py)
+    whole = runner.run(python, script, src, tmp_path / "whole", *args, unpinned=unpinned).output
+
+    def stop_at_the_third(done: int, total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(python, script, src, out, *args, stop_at_the_third, unpinned=unpinned)
+    partial = tmp_path / "resumed.partial"
+    assert not out.exists()
+    assert [layer for layer, _ in json.loads((partial / PROGRESS).read_text())["layers"]] == [1, 2]
+    seen: list[tuple[int, int]] = []
+    done = runner.run(python, script, src, out, *args, lambda d, t: seen.append((d, t)), unpinned=unpinned)
+    assert seen[0] == (2, 3) and seen[-1] == (3, 3)  # it started at the third layer
+    assert done.output == out and not partial.exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in whole.iterdir())
+    assert _tensor_digests(out) == _tensor_digests(whole)
+    index = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
+    assert index == json.loads((whole / "model.safetensors.index.json").read_text())["weight_map"]
+    check = "import sys; from kt_kernel.utils.loader import SafeTensorLoader as L; L(sys.argv[1])"
+    back = subprocess.run([py, "-c", check, str(out)], capture_output=True, text=True, timeout=300)
+    assert back.returncode == 0, back.stderr
