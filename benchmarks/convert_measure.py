@@ -1,6 +1,6 @@
 """kt-kernel 0.7.2's CPU-weight converter run for real on random-weight checkpoints, against the plan's figures.
 
-    python benchmarks/convert_measure.py OUT.json [--shapes tiny,v2lite]
+    python benchmarks/convert_measure.py OUT.json [--shapes tiny,v2lite [--layers-per-process K]]
 
 Needs KTWIZARD_KT_PYTHON (a Python with kt-kernel 0.7.2 and torch), KTWIZARD_KT_CONVERTER (convert_cpu_weights.py of
 kvcache-ai/ktransformers 95009ea6) and a CPU with AVX512F + AVX512BW (the AMX classes' ISA). Each shape's checkpoint
@@ -72,17 +72,17 @@ def rss_sampler(stop: threading.Event, peak: dict[str, int]) -> None:
         time.sleep(0.02)
 
 
-def measure(name: str, cfg: dict, work: Path) -> dict:
+def measure(name: str, cfg: dict, work: Path, per_process: int | None = None) -> dict:
     from test_convert import write_random
 
-    from ktwizard.deploy.convert import converter, run
+    from ktwizard.deploy.convert import converter, pinning_refusal, run
     from ktwizard.models.inspect import inspect_checkpoint
     from ktwizard.planner.convert import needs
 
     src = work / name
     write_random(src, cfg)
     spec = inspect_checkpoint(str(src)).spec
-    plan = needs(spec, "AMXINT4")
+    plan = needs(spec, "AMXINT4", per_process)
     py, script = converter()
     pool = threads()
     stop, peak, rss = threading.Event(), [0], {}
@@ -98,7 +98,10 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
         at_layer.append(rss.get("RssAnon_now", 0))
 
     try:
-        done = run(py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", pool.cpuinfer, pool.pools, on_layer)
+        done = run(
+            py, script, src, work / f"{name}-AMXINT4", "bf16", "int4", pool.cpuinfer, pool.pools, on_layer,
+            unpinned=pinning_refusal(py) is not None, layers_per_process=per_process,
+        )  # fmt: skip
     finally:
         stop.set()
         for t in samplers:
@@ -120,6 +123,7 @@ def measure(name: str, cfg: dict, work: Path) -> dict:
         "sampled_peaks": {k: v for k, v in rss.items() if not k.endswith("_now")},  # of the converter, bytes
         "anon_at_layer_start": at_layer,  # the last entry is at completion
         "threads": pool.cpuinfer,
+        "layers_per_process": per_process,
     }
 
 
@@ -134,10 +138,11 @@ def threads() -> ThreadPlan:
 def main() -> None:
     out = Path(sys.argv[1])
     wanted = sys.argv[3].split(",") if sys.argv[2:3] == ["--shapes"] else list(shapes())
+    per = int(sys.argv[5]) if sys.argv[4:5] == ["--layers-per-process"] else None
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in wanted:
-            rows.append(measure(name, shapes()[name], Path(tmp)))
+            rows.append(measure(name, shapes()[name], Path(tmp), per))
             print(json.dumps(rows[-1]), flush=True)
     out.write_text(json.dumps({"cpu": _cpu(), "rows": rows}, indent=1) + "\n")
 

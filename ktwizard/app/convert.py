@@ -58,7 +58,7 @@ def convert(
     from ktwizard.deploy import convert as runner
     from ktwizard.deploy import convert_resume as resume
     from ktwizard.models.inspect import inspect_checkpoint
-    from ktwizard.planner.convert import INPUT_TYPE, needs, refusal
+    from ktwizard.planner.convert import INPUT_TYPE, layers_per_process, needs, refusal
     from ktwizard.planner.threads import plan_threads
     from ktwizard.units import human
 
@@ -82,9 +82,18 @@ def convert(
     if free is not None and free < need.disk:
         raise KtwizardError(f"{out.parent}: {human(free)} free, the converted weights need {human(need.disk)}")
     avail = psutil.virtual_memory().available
-    if avail < need.ram:
+    share = layers_per_process(spec, method, avail)
+    if share == 0:
         raise KtwizardError(
-            f"convert: {human(avail)} of RAM available, the converter peaks at {human(need.ram)} for this model"
+            f"convert: {human(avail)} of RAM available, the converter needs {human(needs(spec, method, 1).ram)} for "
+            "even one layer of this model"
+        )
+    planned = needs(spec, method, share).ram
+    if share is not None:
+        say(
+            f"{human(avail)} of RAM available, the converter peaks at {human(need.ram)} (kt-kernel keeps every "
+            f"converted layer until it exits): it is restarted every {share} layers, "
+            f"{human(needs(spec, method, share).ram)} each"
         )
     shm = _free(Path("/dev/shm"))
     if shm is not None and shm < need.scratch:
@@ -107,7 +116,7 @@ def convert(
         say(f"resuming at layer {kept.resume_layer()}: {len(kept.layers)} finished layer(s) kept in {partial}")
     say(
         f"converting {need.layers} MoE layers of {weights} to {method} with {threads.cpuinfer} threads in "
-        f"{threads.pools} pool(s): {human(need.disk)} to write, up to {human(need.ram)} of RAM"
+        f"{threads.pools} pool(s): {human(need.disk)} to write, up to {human(planned)} of RAM"
     )
     done = runner.run(
         python,
@@ -120,5 +129,6 @@ def convert(
         threads.pools,
         on_layer,
         unpinned=pinning is not None,
+        layers_per_process=share,
     )
-    return ConvertResult(out, method, done.seconds, done.peak_rss, need.ram, need.disk, done.layers)
+    return ConvertResult(out, method, done.seconds, done.peak_rss, planned, need.disk, done.layers)

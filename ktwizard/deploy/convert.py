@@ -127,20 +127,64 @@ def run(
     pools: int,
     on_layer: Callable[[int, int], None] = lambda done, total: None,
     unpinned: bool = False,
+    layers_per_process: int | None = None,
 ) -> Converted:
+    """The conversion, resumed after the layers a stopped one finished. With `layers_per_process`, the converter is
+    stopped after that many layers and started again where it stopped: kt-kernel keeps every converted layer resident
+    until its process ends (planner/convert.py), so this bounds the converter's RAM on a host that has too little."""
     import json
     import resource
 
     partial = output.with_name(output.name + ".partial")
     progress = resume.load(partial, resume.Progress(str(source), input_type, quant))
-    start_at = progress.resume_layer()
     _stale_scratch()
-    folder = resume.next_run(partial)
-    argv = [python, *(["-c", UNPINNED] if unpinned else []), script]
-    argv += ["--input-path", str(source), "--input-type", input_type, "--output", str(folder)]
-    argv += ["--quant-method", quant, "--cpuinfer-threads", str(threads), "--threadpool-count", str(pools)]
-    argv += ["--resume-layer", str(start_at)] if start_at else []
+    base = [python, *(["-c", UNPINNED] if unpinned else []), script]
+    base += ["--input-path", str(source), "--input-type", input_type]
+    base += ["--quant-method", quant, "--cpuinfer-threads", str(threads), "--threadpool-count", str(pools)]
     start = time.monotonic()
+    while True:
+        folder = resume.next_run(partial)
+        argv = [*base, "--output", str(folder)]
+        argv += ["--resume-layer", str(progress.resume_layer())] if progress.layers else []
+        progress, ended = _one_process(argv, partial, folder, progress, on_layer, layers_per_process)
+        if ended.why is not None:
+            kept = _keep_or_clear(partial, progress)
+            raise KtwizardError(f"kt-kernel's converter failed: {ended.why[:300]}; {kept}")
+        if ended.complete:
+            break
+        resume.keep_finished(partial, progress)  # stopped after its share of layers: the next process goes on
+    seconds = time.monotonic() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    try:
+        resume.merge(partial, progress, folder)
+    except (OSError, ValueError, KeyError) as err:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise KtwizardError(
+            f"the converter's output could not be merged ({err}); nothing was left at {output}"
+        ) from None
+    on_layer(ended.total, ended.total)
+    (partial / MARKER).write_text(json.dumps({"source": str(source), "quant": quant, "layers": ended.total}) + "\n")
+    os.rename(partial, output)
+    return Converted(output, seconds, peak, ended.total)
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """How one converter process ended: complete, stopped after its share of layers, or failed (`why`)."""
+
+    complete: bool
+    total: int
+    why: str | None = None
+
+
+def _one_process(
+    argv: list[str],
+    partial: Path,
+    folder: Path,
+    progress: resume.Progress,
+    on_layer: Callable[[int, int], None],
+    share: int | None,
+) -> tuple[resume.Progress, _Ended]:
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -149,7 +193,7 @@ def run(
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=_die_with_parent,
     )
-    last_error, finished, total, layer = "", False, 0, -1
+    last_error, finished, total, layer, last_of_all, written = "", False, 0, -1, False, 0
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -158,10 +202,16 @@ def run(
             wrote = resume.WROTE.match(line)
             if m:
                 layer, total = int(m.group(1)), int(m.group(3))
+                last_of_all = int(m.group(2)) == total
                 on_layer(int(m.group(2)) - 1, total)
             elif wrote and layer >= 0:
                 progress = progress.finished(layer, f"{folder.name}/{wrote.group(1)}")
                 resume.save(partial, progress)
+                written += 1
+                if share is not None and written >= share and not last_of_all:
+                    proc.kill()
+                    proc.wait()
+                    return progress, _Ended(False, total)
             elif line == DONE:
                 finished = True
             elif ERROR.match(line):
@@ -173,25 +223,13 @@ def run(
         _keep_or_clear(partial, progress)
         raise
     finally:
-        # the converter cleans its /dev/shm scratch only on success (cc:631-637): a failed run's is removed here
+        # the converter cleans its /dev/shm scratch only on success (cc:631-637): a stopped run's is removed here
         shutil.rmtree(f"/dev/shm/kt_convert_{proc.pid}", ignore_errors=True)
-    seconds = time.monotonic() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
     if rc != 0 or not finished or not (folder / resume.INDEX).is_file():
-        why = last_error or f"exit status {rc}" + ("" if finished else ", it did not report completion")
-        kept = _keep_or_clear(partial, progress)
-        raise KtwizardError(f"kt-kernel's converter failed: {why[:300]}; {kept}")
-    try:
-        resume.merge(partial, progress, folder)
-    except (OSError, ValueError, KeyError) as err:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise KtwizardError(
-            f"the converter's output could not be merged ({err}); nothing was left at {output}"
-        ) from None
-    on_layer(total, total)
-    (partial / MARKER).write_text(json.dumps({"source": str(source), "quant": quant, "layers": total}) + "\n")
-    os.rename(partial, output)
-    return Converted(output, seconds, peak, total)
+        return progress, _Ended(
+            False, total, last_error or f"exit status {rc}" + ("" if finished else ", it did not report completion")
+        )
+    return progress, _Ended(True, total)
 
 
 def _keep_or_clear(partial: Path, progress: resume.Progress) -> str:

@@ -59,18 +59,30 @@ class ConvertNeeds:
     layers: int  # MoE layers converted (the progress total)
 
 
-def needs(spec: ModelSpec, method: str) -> ConvertNeeds:
+def needs(spec: ModelSpec, method: str, layers_per_process: int | None = None) -> ConvertNeeds:
+    """The converter's figures; with `layers_per_process`, its RAM when it is restarted after that many layers (each
+    process keeps only its own layers' buffers, deploy/convert.run)."""
     converted_layer = M.cpu_bytes_per_expert(spec, method) * spec.routed_experts
     bf16_layer = spec.routed_experts * 3 * spec.hidden * spec.moe_intermediate * 2
     non_expert = spec.non_expert_bytes + spec.bytes_by_group.get("vision", 0)
-    kept = converted_layer * spec.moe_layer_count  # kt-kernel's quantized buffers, never freed (moe_base.hpp:134-143)
+    held = min(layers_per_process or spec.moe_layer_count, spec.moe_layer_count)
+    kept = converted_layer * held  # kt-kernel's quantized buffers, never freed (moe_base.hpp:134-143)
     last_layer = 2 * bf16_layer + converted_layer  # the stacked layer, TP_MOE's BF16 slices, the .kt files in /dev/shm
     return ConvertNeeds(
-        disk=kept + non_expert,
+        disk=converted_layer * spec.moe_layer_count + non_expert,
         ram=CONVERTER_BASE + kept + max(last_layer, non_expert),
         scratch=converted_layer,
         layers=spec.moe_layer_count,
     )
+
+
+def layers_per_process(spec: ModelSpec, method: str, ram: int) -> int | None:
+    """How many layers one converter process may convert within `ram`: None when the whole conversion fits in one,
+    0 when not even one layer does."""
+    if needs(spec, method).ram <= ram:
+        return None
+    fitting = [k for k in range(1, spec.moe_layer_count) if needs(spec, method, k).ram <= ram]
+    return max(fitting, default=0)
 
 
 def refusal(spec: ModelSpec, method: str, flags: tuple[str, ...]) -> str | None:
@@ -131,13 +143,23 @@ def conversion(
             else "; no GPU is needed (`ktwizard convert` drops kt-kernel's memory pinning where torch has none)"
         )
         + f"; `ktwizard convert` runs it and checks these first; then plan with --kt-weights {shlex.quote(output)}"
-        + (
-            f"; this host has {human(ram_total)} of RAM, too little to convert here: convert on a host with more, or "
-            "use pre-converted weights"
-            if ram_total is not None and need.ram > ram_total
-            else ""
-        )
+        + _ram_advice(spec, choice.method, need, ram_total)
         + ("; FP8 to INT may cost accuracy (kt-kernel scripts README)" if input_type == "fp8" else ""),
+    )
+
+
+def _ram_advice(spec: ModelSpec, method: str, need: ConvertNeeds, ram_total: int | None) -> str:
+    if ram_total is None or need.ram <= ram_total:
+        return ""
+    k = layers_per_process(spec, method, ram_total)
+    if not k:
+        return (
+            f"; this host has {human(ram_total)} of RAM, too little to convert even one layer here: convert on a host "
+            "with more, or use pre-converted weights"
+        )
+    return (
+        f"; this host has {human(ram_total)} of RAM: `ktwizard convert` restarts the converter every {k} layers to "
+        f"fit ({human(needs(spec, method, k).ram)} each; the converter run by hand would not)"
     )
 
 

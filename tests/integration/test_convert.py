@@ -252,7 +252,7 @@ def _tensor_digests(folder: Path) -> dict[str, str]:
     return out
 
 
-def test_a_stopped_conversion_resumes_after_its_last_finished_layer(tmp_path):
+def test_a_stopped_conversion_resumes_after_its_last_finished_layer(tmp_path, monkeypatch):
     """Three MoE layers: stopped as the third starts, the two finished layers are kept; the same call resumes at the
     third (the converter's --resume-layer) and the merged output is byte for byte an uninterrupted conversion's, with
     one index, read by kt-kernel's own loader."""
@@ -290,3 +290,21 @@ def test_a_stopped_conversion_resumes_after_its_last_finished_layer(tmp_path):
     check = "import sys; from kt_kernel.utils.loader import SafeTensorLoader as L; L(sys.argv[1])"
     back = subprocess.run([py, "-c", check, str(out)], capture_output=True, text=True, timeout=300)
     assert back.returncode == 0, back.stderr
+    # one layer per converter process (what bounds its RAM, planner/convert.py): three processes, the same bytes
+    peaks: list[int] = []
+    started: list[list[str]] = []
+    real_popen = subprocess.Popen
+
+    def counted(argv, **kw):  # the real Popen, counted
+        started.append(list(argv))
+        return real_popen(argv, **kw)
+
+    monkeypatch.setattr(runner.subprocess, "Popen", counted)
+    one = runner.run(
+        python, script, src, tmp_path / "one", *args, lambda d, t: peaks.append(d), unpinned=unpinned,
+        layers_per_process=1,
+    )  # fmt: skip
+    assert peaks == [0, 1, 2, 3]  # each "Processing layer" once: no layer was converted twice
+    assert [a[a.index("--resume-layer") + 1] if "--resume-layer" in a else "0" for a in started] == ["0", "2", "3"]
+    assert _tensor_digests(one.output) == _tensor_digests(whole)
+    assert json.loads((one.output / "model.safetensors.index.json").read_text())["weight_map"] == index

@@ -344,17 +344,32 @@ def test_a_what_if_plan_is_the_plan_without_its_advice():
     assert not full.fits and full.suggestions  # the second goals do not fit: the advice is the fixes
 
 
-def test_a_host_with_less_ram_than_the_converter_peaks_at_is_told_to_convert_elsewhere():
-    """The converter's RAM (every converted layer stays resident) can exceed a host's RAM: the notice says so."""
-    from ktwizard.planner.convert import conversion, needs
+def test_a_host_with_less_ram_than_the_converter_peaks_at_gets_a_converter_restarted_every_few_layers():
+    """The converter's RAM (every converted layer stays resident until it exits) can exceed a host's RAM: restarted
+    every k layers it holds only k, and the notice says which k fits; below one layer it says to convert elsewhere."""
+    from ktwizard.planner.convert import conversion, layers_per_process, needs
     from ktwizard.planner.methods import MethodChoice
     from ktwizard.planner.threads import plan_threads
+    from ktwizard.units import human
 
     p, goals = get_preset("deepseek-v3"), Goals(context=8192, method="AMXINT4")
-    need = needs(p.spec(), "AMXINT4").ram
+    spec, cfg = p.spec(), p.config
+    full = needs(spec, "AMXINT4")
+    layers = cfg["num_hidden_layers"] - cfg["first_k_dense_replace"]
+    conv = (full.disk - spec.non_expert_bytes - spec.bytes_by_group.get("vision", 0)) // layers
+    bf16_layer = cfg["n_routed_experts"] * 3 * cfg["hidden_size"] * cfg["moe_intermediate_size"] * 2
+    ram = 200 * 2**30  # the interpreter, k layers, the last layer's BF16 twice and its .kt files must fit in it
+    k = (ram - 330 * 10**6 - 2 * bf16_layer - conv) // conv
+    assert 1 <= k < layers and layers_per_process(spec, "AMXINT4", ram) == k
+    assert needs(spec, "AMXINT4", k).ram <= ram < needs(spec, "AMXINT4", k + 1).ram
+    assert layers_per_process(spec, "AMXINT4", full.ram) is None
+    assert layers_per_process(spec, "AMXINT4", 2 * bf16_layer) == 0
     choice = MethodChoice("AMXINT4", native=False, why="")
     threads = plan_threads(load_host("xeon-2s-amx-4x4090-48gb"))
-    short = conversion(p.spec(), choice, goals, threads, need - 1)
-    enough = conversion(p.spec(), choice, goals, threads, need)
-    assert short is not None and "too little to convert here" in short.fix
-    assert enough is not None and "too little" not in enough.fix
+    short = conversion(spec, choice, goals, threads, ram)
+    tiny = conversion(spec, choice, goals, threads, 2 * bf16_layer)
+    enough = conversion(spec, choice, goals, threads, full.ram)
+    assert short is not None and f"restarts the converter every {k} layers" in short.fix
+    assert human(needs(spec, "AMXINT4", k).ram) in short.fix
+    assert tiny is not None and "too little to convert even one layer" in tiny.fix
+    assert enough is not None and "this host has" not in enough.fix
