@@ -42,4 +42,11 @@ async def settled(pilot, limit: float = HANG) -> None:
         await asyncio.wait_for(pilot.app.workers.wait_for_complete(), limit)
     except TimeoutError:
         raise AssertionError(f"the app's workers never finished within {limit:.0f} s") from None
+    # the Plan step's advice follows a changed field by a timer (ADVICE_AFTER_S), not a worker: wait for it to be
+    # drawn, so a frame never depends on whether a loaded machine ran the timer before it
+    deadline = asyncio.get_running_loop().time() + limit
+    while getattr(pilot.app.screen, "advice_pending", False):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"the plan's advice was not drawn within {limit:.0f} s")
+        await pilot.pause(0.05)
     await pilot.pause()

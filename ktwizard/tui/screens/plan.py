@@ -28,6 +28,7 @@ ADVICE_AFTER_S = 0.4  # a field at rest this long gets the plan's advice
 class PlanScreen(WizardStep):
     STEP = "3 Plan"
     _advice: Timer | None = None
+    advice_pending = False  # a field changed and its advice has not been drawn yet (ADVICE_AFTER_S)
 
     BINDINGS = [*WizardStep.BINDINGS, Binding("ctrl+f", "apply_fit", "apply the best fix", key_display="^f")]
 
@@ -132,10 +133,14 @@ class PlanScreen(WizardStep):
             if self._advice is not None:
                 self._advice.stop()
             self._advice = self.set_timer(ADVICE_AFTER_S, self.replan)
+            self.advice_pending = True
 
     def replan(self, advise: bool = True) -> None:
         from ktwizard.app.planning import make_plan
         from ktwizard.render.table import verdict
+
+        if advise:
+            self.advice_pending = False
 
         verdict_w = self.query_one("#verdict", Static)
         try:
