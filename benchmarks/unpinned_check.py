@@ -17,25 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "integration")]
 
 
-def tensors_digest(folder: Path) -> dict[str, str]:
-    """sha256 of each tensor's bytes, by name, over the output's safetensors shards."""
-    import struct
-
-    out = {}
-    for shard in sorted(folder.glob("*.safetensors")):
-        raw = shard.read_bytes()
-        (n,) = struct.unpack("<Q", raw[:8])
-        header = json.loads(raw[8 : 8 + n])
-        for name, meta in header.items():
-            if name == "__metadata__":
-                continue
-            a, b = meta["data_offsets"]
-            out[name] = hashlib.sha256(raw[8 + n + a : 8 + n + b]).hexdigest()
-    return out
-
-
 def main() -> None:
-    from test_convert import tiny_config, write_random
+    from test_convert import tensor_digests, tiny_config, write_random
 
     from ktwizard.deploy.convert import converter, pinning_refusal, run
 
@@ -48,7 +31,7 @@ def main() -> None:
         digests = {}
         for unpinned in (True, False) if pins else (True,):
             done = run(py, script, src, Path(tmp) / f"out-{unpinned}", "bf16", "int4", 4, 1, unpinned=unpinned)
-            digests[unpinned] = tensors_digest(done.output)
+            digests[unpinned] = tensor_digests(done.output)
         result["tensors"] = len(digests[True])
         result["digest_unpinned"] = hashlib.sha256(json.dumps(digests[True], sort_keys=True).encode()).hexdigest()
         if pins:

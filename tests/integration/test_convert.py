@@ -68,22 +68,27 @@ def ktwizard(*args: str, env: dict | None = None) -> subprocess.CompletedProcess
     )
 
 
-def test_a_cpu_without_avx512_is_refused_before_the_converter_starts(tmp_path):
+def _refused(tmp_path, cpu: str, folder: Path) -> str:
+    """`convert` of `folder` to AMXINT4 on a 256 GiB host with this CPU: the error it raises, with nothing left."""
     from ktwizard.app.convert import convert
     from ktwizard.errors import KtwizardError
     from ktwizard.host.spec import load_host
 
     spec = tmp_path / "host.yaml"
-    spec.write_text(
-        "gpus: []\ncpu: {model: AMD EPYC 7003, sockets: 1, cores_per_socket: 16, threads_per_core: 2, flags: [avx2]}\n"
-        "numa_nodes: 1\nmemory_gib: 256\n"
-    )
+    spec.write_text(f"gpus: []\ncpu: {cpu}\nnuma_nodes: 1\nmemory_gib: 256\n")
+    with pytest.raises(KtwizardError) as err:
+        convert(str(folder), "AMXINT4", host=load_host(str(spec)), say=lambda _: None)
+    out = folder.with_name(folder.name + "-AMXINT4")
+    assert not out.exists() and not out.with_name(out.name + ".partial").exists()
+    return err.value.message
+
+
+def test_a_cpu_without_avx512_is_refused_before_the_converter_starts(tmp_path):
     cfg = get_preset("deepseek-v2-lite").config
     write_checkpoint(tmp_path / "v2", cfg, deepseek_tensors(cfg, fp8=False), shards=2, sparse=True)
-    with pytest.raises(KtwizardError) as err:
-        convert(str(tmp_path / "v2"), "AMXINT4", host=load_host(str(spec)), say=lambda _: None)
-    assert "AVX512F + AVX512BW" in err.value.message and "amx.py" in err.value.message
-    assert not (tmp_path / "v2-AMXINT4").exists() and not (tmp_path / "v2-AMXINT4.partial").exists()
+    cpu = "{model: AMD EPYC 7003, sockets: 1, cores_per_socket: 16, threads_per_core: 2, flags: [avx2]}"
+    message = _refused(tmp_path, cpu, tmp_path / "v2")
+    assert "AVX512F + AVX512BW" in message and "amx.py" in message
 
 
 def test_a_native_method_has_nothing_to_convert(tmp_path):
@@ -179,21 +184,14 @@ def test_an_fp8_source_is_refused_where_torch_sees_no_gpu(tmp_path):
     py = os.environ.get("KTWIZARD_KT_PYTHON")
     if not py or _pins(py):
         pytest.skip("needs KTWIZARD_KT_PYTHON whose torch sees no GPU")
-    from ktwizard.app.convert import convert
-    from ktwizard.errors import KtwizardError
-    from ktwizard.host.spec import load_host
-
-    spec = tmp_path / "host.yaml"
-    spec.write_text(
-        "gpus: []\ncpu: {model: Intel Xeon 8480+, sockets: 1, cores_per_socket: 16, threads_per_core: 2, "
-        "flags: [avx2, avx512f, avx512bw, avx512_bf16, amx_tile]}\nnuma_nodes: 1\nmemory_gib: 256\n"
-    )
     cfg = dict(tiny_config(), quantization_config=get_preset("deepseek-v3").config["quantization_config"])
     write_checkpoint(tmp_path / "fp8", cfg, deepseek_tensors(cfg, fp8=True), shards=1, sparse=True)
-    with pytest.raises(KtwizardError) as err:
-        convert(str(tmp_path / "fp8"), "AMXINT4", host=load_host(str(spec)), say=lambda _: None)
-    assert "931-932" in err.value.message and "pin" in err.value.message
-    assert not (tmp_path / "fp8-AMXINT4").exists() and not (tmp_path / "fp8-AMXINT4.partial").exists()
+    cpu = (
+        "{model: Intel Xeon 8480+, sockets: 1, cores_per_socket: 16, threads_per_core: 2, "
+        "flags: [avx2, avx512f, avx512bw, avx512_bf16, amx_tile]}"
+    )
+    message = _refused(tmp_path, cpu, tmp_path / "fp8")
+    assert "931-932" in message and "pin" in message
 
 
 def test_a_killed_convert_leaves_no_converter_and_the_next_run_clears_its_scratch(tmp_path):
@@ -237,7 +235,7 @@ def test_a_killed_convert_leaves_no_converter_and_the_next_run_clears_its_scratc
                 os.kill(int((tmp_path / "pid").read_text()), signal.SIGKILL)
 
 
-def _tensor_digests(folder: Path) -> dict[str, str]:
+def tensor_digests(folder: Path) -> dict[str, str]:
     """sha256 of each converted tensor's bytes, by name, over the folder's shards."""
     import hashlib
 
@@ -284,7 +282,7 @@ def test_a_stopped_conversion_resumes_after_its_last_finished_layer(tmp_path, mo
     assert seen[0] == (2, 3) and seen[-1] == (3, 3)  # it started at the third layer
     assert done.output == out and not partial.exists()
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in whole.iterdir())
-    assert _tensor_digests(out) == _tensor_digests(whole)
+    assert tensor_digests(out) == tensor_digests(whole)
     index = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
     assert index == json.loads((whole / "model.safetensors.index.json").read_text())["weight_map"]
     check = "import sys; from kt_kernel.utils.loader import SafeTensorLoader as L; L(sys.argv[1])"
@@ -306,5 +304,5 @@ def test_a_stopped_conversion_resumes_after_its_last_finished_layer(tmp_path, mo
     )  # fmt: skip
     assert peaks == [0, 1, 2, 3]  # each "Processing layer" once: no layer was converted twice
     assert [a[a.index("--resume-layer") + 1] if "--resume-layer" in a else "0" for a in started] == ["0", "2", "3"]
-    assert _tensor_digests(one.output) == _tensor_digests(whole)
+    assert tensor_digests(one.output) == tensor_digests(whole)
     assert json.loads((one.output / "model.safetensors.index.json").read_text())["weight_map"] == index
