@@ -156,6 +156,7 @@ class NodeBandwidth:
     threads: int
     seconds: float
     error: str | None = None
+    source: str = ""  # "": this probe measured it; else the published measurement a host spec carries
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from ktwizard.host.profile import (
     HostProfile,
     Memory,
     MemorySpeed,
+    NodeBandwidth,
     NumaNode,
 )
 from ktwizard.kept import kept
@@ -145,7 +146,13 @@ def host_from_spec(spec: dict[str, Any], where: str = "host spec") -> HostProfil
             flags=normalise_flags([str(f) for f in flags]),
             threads=tuple(threads),
         ),
-        memory=Memory(total=memory, available=memory, memlock_limit=None, speed=_memory_speed(spec, where)),
+        memory=Memory(
+            total=memory,
+            available=memory,
+            memlock_limit=None,
+            speed=_memory_speed(spec, where),
+            measured=_measured(spec, where, n_nodes),
+        ),
         gpus=GpuInventory(available=bool(gpus), reason=None if gpus else "the spec lists no GPU", devices=tuple(gpus)),
         numa_nodes=nodes,
         engine=Engine(reachable=False, reason="hand-written host: not probed"),
@@ -198,6 +205,31 @@ def _memory_speed(spec: dict[str, Any], where: str) -> MemorySpeed | None:
     speed = int(_number(m, "speed_mts", f"{where}: memory", 800, maximum=20000))
     channels = int(_number(m, "channels_per_socket", f"{where}: memory", 1, maximum=24))
     return MemorySpeed(kind.upper(), speed, channels, "host spec")
+
+
+MEASURED_SOURCE_MAX = 300
+
+
+def _measured(spec: dict[str, Any], where: str, n_nodes: int) -> tuple[NodeBandwidth, ...]:
+    """`memory: {..., measured: {read_gbps: 198, threads: 72, source: "..."}}`: a read bandwidth measured on the
+    machine (STREAM, MLC, `probe --bandwidth` elsewhere), all its nodes together, with where it was published. The
+    forecast never reads faster (planner/forecast/setup.cpu_bandwidth), as with `probe --bandwidth`."""
+    m = spec.get("memory")
+    if not isinstance(m, dict) or "measured" not in m:
+        return ()
+    got = m["measured"]
+    if not isinstance(got, dict):
+        raise BadInput(f"{where}: memory.measured must be a mapping such as {{read_gbps: 198, source: 'STREAM ...'}}")
+    gbps = _number(got, "read_gbps", f"{where}: memory.measured", 0.1, maximum=100000)
+    threads = int(_number(got, "threads", f"{where}: memory.measured", 1, required=False, maximum=4096) or 0)
+    source = got.get("source")
+    if not isinstance(source, str) or not source.strip() or len(source) > MEASURED_SOURCE_MAX:
+        raise BadInput(
+            f"{where}: memory.measured.source must say where the figure comes from "
+            f"(a string of 1 to {MEASURED_SOURCE_MAX} characters)"
+        )
+    per = gbps * 1e9 / n_nodes
+    return tuple(NodeBandwidth(n, per, threads // n_nodes, 0.0, None, source.strip()) for n in range(n_nodes))
 
 
 def host_from_data(data: Any, where: str) -> HostProfile:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import required_tool, run_cli
 
 from ktwizard.host.bandwidth import last_level_cache, measure_node
@@ -87,7 +88,8 @@ def test_a_slow_measured_node_caps_the_forecast_and_a_fast_one_does_not():
     assert cpu_bandwidth(slow) == pytest.approx(100e9)
     assert decode_step(slow, 0, 1).cpu_s > decode_step(free, 0, 1).cpu_s
     assert any(
-        "100 GB/s per socket probe --bandwidth read (binds" in line for line in rests_on(slow, decode_step(slow, 0, 1))
+        "100 GB/s per socket read measured (probe --bandwidth) (binds" in line
+        for line in rests_on(slow, decode_step(slow, 0, 1))
     )
     _, fast = epyc((NodeBandwidth(0, 500e9, 32, 1.0), NodeBandwidth(1, 500e9, 32, 1.0)))
     assert cpu_bandwidth(fast) == cpu_bandwidth(free)
@@ -103,9 +105,63 @@ def test_a_saved_profile_with_measured_nodes_plans_with_them(tmp_path):
     args = ("plan", "--preset", "minimax-m2", "--context", "8192", "--explain")
     out = run_cli(*args, "--host", str(saved))
     assert out.returncode == 0, out.stderr
-    assert "90 GB/s per socket probe --bandwidth read" in " ".join(out.stdout.split())  # the table wraps lines
+    assert "90 GB/s per socket read measured (probe --bandwidth)" in " ".join(
+        out.stdout.split()
+    )  # the table wraps lines
     spec_plan = run_cli(*args, "--host", str(EPYC))
-    assert "probe --bandwidth read" not in spec_plan.stdout
+    assert "read measured" not in spec_plan.stdout
+    # a rated figure says so, and how to measure it; a measured one does not
+    assert "rated, not measured: `ktwizard probe --bandwidth`" in " ".join(spec_plan.stdout.split())
+    assert "rated, not measured" not in " ".join(out.stdout.split())
+
+
+def spec_with(tmp_path, measured: object) -> Path:
+    data = yaml.safe_load(EPYC.read_text())
+    data["memory"]["measured"] = measured
+    path = tmp_path / "host.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_host_spec_carries_a_published_read_bandwidth_and_the_plan_names_its_source(tmp_path):
+    """A machine planned from elsewhere: its STREAM or MLC read, all nodes together, caps the forecast the way
+    probe --bandwidth does, and --explain says whose measurement it is."""
+    source = "STREAM on the box, 2026-01-02"
+    host = load_host(str(spec_with(tmp_path, {"read_gbps": 150, "threads": 64, "source": source})))
+    assert [b.node for b in host.memory.measured] == [n.id for n in host.numa_nodes]
+    assert sum(b.read_bps for b in host.memory.measured) == pytest.approx(150e9)
+    spec = get_preset("minimax-m2").spec()
+    s = setup_for(host, spec, "FP8", 15, host.gpus.devices, 64, 2, 32768, 4096)
+    assert cpu_bandwidth(s) == pytest.approx(150e9 / host.cpu.sockets)  # per socket: 75 GB/s on two sockets
+    out = run_cli(
+        "plan", "--preset", "minimax-m2", "--context", "8192", "--explain", "--host", str(tmp_path / "host.yaml")
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"75 GB/s per socket read measured ({source}) (binds" in " ".join(out.stdout.split())
+
+
+def test_a_measured_source_reaches_the_terminal_without_its_escapes(tmp_path):
+    host = load_host(str(spec_with(tmp_path, {"read_gbps": 150, "source": "STREAM\x1b[2J\x07 run"})))
+    assert all("\x1b" not in b.source and "\x07" not in b.source and "STREAM" in b.source for b in host.memory.measured)
+
+
+@pytest.mark.parametrize(
+    "measured, says",
+    [
+        (150, "memory.measured must be a mapping"),
+        ({"read_gbps": 150}, "memory.measured.source"),
+        ({"read_gbps": 150, "source": " "}, "memory.measured.source"),
+        ({"read_gbps": 150, "source": "x" * 301}, "memory.measured.source"),
+        ({"read_gbps": float("nan"), "source": "s"}, "'read_gbps' must be a number"),
+        ({"read_gbps": 1e9, "source": "s"}, "'read_gbps' must be a number"),
+        ({"read_gbps": "fast", "source": "s"}, "'read_gbps' must be a number"),
+        ({"read_gbps": 150, "threads": -1, "source": "s"}, "'threads' must be a number"),
+    ],
+)
+def test_a_bad_measured_read_is_one_clear_line(tmp_path, measured, says):
+    out = run_cli("plan", "--preset", "minimax-m2", "--host", str(spec_with(tmp_path, measured)))
+    assert out.returncode == 2 and says in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
 
 
 def test_the_last_level_caches_are_counted_once_per_group_of_cpus_that_share_them(tmp_path):

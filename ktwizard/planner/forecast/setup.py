@@ -39,6 +39,7 @@ class Setup:
     threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
     hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
     measured_bps: float | None = None  # probe --bandwidth: read bandwidth per socket; None when not measured
+    measured_source: str = "probe --bandwidth"  # or the published measurement a host spec carries
     kv_dtype_bytes: int = 2  # the rendered --kv-cache-dtype: 1 for fp8_e4m3 (decode reads the cache in it), else 2
     decode_cycles: float = (
         0.0  # core cycles per weight decoding a microscaled expert weight (speeds.weight_decode_cycles)
@@ -86,6 +87,7 @@ def setup_for(
         threshold=threshold,
         hit_rate=hit_rate,
         measured_bps=measured_per_socket(host),
+        measured_source=next((b.source for b in host.memory.measured if b.source), "probe --bandwidth"),
         kv_dtype_bytes=kv_dtype_bytes,
         decode_cycles=decode_cycles,
         vec_flops_per_cycle=vec,

@@ -46,4 +46,4 @@ CORE_BW = 20e9  # one core's sustained streaming read, B/s (a thread-count cap, 
 
 # Held-out error (forecast / published - 1) of figures from sources never fitted, 10th and 90th percentile: a
 # forecast's range is value / (1 + p90) .. value / (1 + p10) (benchmarks/results/forecast-validation.md).
-HELD_OUT = {"decode": (-0.124, 0.107), "prefill": (-0.277, 0.338)}
+HELD_OUT = {"decode": (-0.124, 0.106), "prefill": (-0.273, 0.338)}
