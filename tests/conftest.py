@@ -247,7 +247,7 @@ def free_port() -> int:
 
 def exited(pid: int) -> bool:
     """The process has ended: gone, or a zombie its parent has yet to reap (a container's or this sandbox's PID 1
-    may never reap an orphaned server; `stop` does not wait for that, deploy/native_proc._group_running)."""
+    may never reap an orphaned server; `stop` does not wait for that, deploy/procid.group_running)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rpartition(")")[2].split()[0] in ("Z", "X")

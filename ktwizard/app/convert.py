@@ -92,8 +92,7 @@ def convert(
     if share is not None:
         say(
             f"{human(avail)} of RAM available, the converter peaks at {human(need.ram)} (kt-kernel keeps every "
-            f"converted layer until it exits): it is restarted every {share} layers, "
-            f"{human(needs(spec, method, share).ram)} each"
+            f"converted layer until it exits): it is restarted every {share} layers, {human(planned)} each"
         )
     shm = _free(Path("/dev/shm"))
     if shm is not None and shm < need.scratch:
@@ -110,7 +109,7 @@ def convert(
             "copies, experts_base.py:431-434, which a BF16 conversion never makes)"
         )
     threads = plan_threads(host)
-    partial = out.with_name(out.name + ".partial")
+    partial = resume.partial_for(out)
     kept = resume.load(partial, resume.Progress(str(Path(weights)), input_type, method[3:].lower()))
     if kept.layers:
         say(f"resuming at layer {kept.resume_layer()}: {len(kept.layers)} finished layer(s) kept in {partial}")

@@ -135,7 +135,7 @@ def run(
     import json
     import resource
 
-    partial = output.with_name(output.name + ".partial")
+    partial = resume.partial_for(output)
     progress = resume.load(partial, resume.Progress(str(source), input_type, quant))
     _stale_scratch()
     base = [python, *(["-c", UNPINNED] if unpinned else []), script]
@@ -236,7 +236,7 @@ def _keep_or_clear(partial: Path, progress: resume.Progress) -> str:
     """After a stopped run: the finished layers kept for the next run, or nothing left when none finished."""
     if not progress.layers:
         shutil.rmtree(partial, ignore_errors=True)
-        return f"nothing was left at {partial.with_name(partial.name.removesuffix('.partial'))}"
+        return f"nothing was left at {partial.with_name(partial.name.removesuffix(resume.PARTIAL))}"
     resume.keep_finished(partial, progress)
     return (
         f"{len(progress.layers)} finished layer(s) are kept in {partial}: the same command resumes at layer "

@@ -19,6 +19,7 @@ import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+PARTIAL = ".partial"  # OUT.partial: where a conversion is written until it is renamed into place
 PROGRESS = ".ktwizard-progress.json"
 WROTE = re.compile(r"^\s*Wrote \d+ tensors to (model-\d+-of-PLACEHOLDER\.safetensors)$")  # cc:436, a layer's shard
 INDEX = "model.safetensors.index.json"
@@ -40,6 +41,10 @@ class Progress:
 
     def finished(self, layer: int, shard: str) -> Progress:
         return replace(self, layers=(*self.layers, (layer, shard)))
+
+
+def partial_for(output: Path) -> Path:
+    return output.with_name(output.name + PARTIAL)
 
 
 def load(partial: Path, wanted: Progress) -> Progress:

@@ -13,7 +13,7 @@ from pathlib import Path
 from ktwizard.deploy import patches, pyprobe
 from ktwizard.deploy.launch import LaunchOptions
 from ktwizard.deploy.logread import BLOCK, LINE_CAP
-from ktwizard.deploy.procid import DEPLOYMENT_ENV, labelled, start_ticks, still_ours
+from ktwizard.deploy.procid import DEPLOYMENT_ENV, group_running, labelled, start_ticks, still_ours
 from ktwizard.deploy.records import Deployment
 from ktwizard.errors import KtwizardError
 from ktwizard.planner.memory.constants import INT4_MARLIN_METHODS
@@ -172,33 +172,6 @@ def stop_labelled(label: tuple[str, str], grace: float = 20.0) -> list[int]:
     return groups
 
 
-def _group_running(pgid: int) -> bool:
-    """Whether any process of the group has not exited. A zombie has: the server ended, and only its parent (a
-    wizard that launched it and still runs, when `stop` comes from another terminal) has yet to reap it; waiting on
-    it would spend the whole grace period and SIGKILL nothing."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        entries = list(Path("/proc").iterdir())
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            # the fields after the ")" that closes comm: state, ppid, pgrp
-            state, _ppid, pgrp = (entry / "stat").read_text().rpartition(")")[2].split()[:3]
-        except (OSError, ValueError):
-            continue
-        if int(pgrp) == pgid and state not in ("Z", "X"):
-            return True
-    return False
-
-
 def _alive(pid: int) -> bool:
     try:
         os.getpgid(pid)
@@ -217,7 +190,7 @@ def stop_group(pid: int, grace: float = 20.0) -> None:
     while time.monotonic() < deadline:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-        if not _group_running(pid):
+        if not group_running(pid):
             return
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):

@@ -74,6 +74,27 @@ def group_members(pgid: int) -> list[int]:
     return [p for p in _pids() if _pgid(p) == pgid]
 
 
+def group_running(pgid: int) -> bool:
+    """Whether any process of the group has not exited. A zombie has: the server ended, and only its parent (a
+    wizard that launched it and still runs, when `stop` comes from another terminal) has yet to reap it; waiting on
+    it would spend the whole grace period and SIGKILL nothing. Unsure (no permission, /proc unreadable): running."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    pids = _pids()
+    if not pids:  # /proc unreadable: this process itself would be listed otherwise
+        return True
+    for p in pids:
+        fields = _stat(p)
+        # the fields after the ")" that closes comm: state, ppid, pgrp
+        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
 def labelled(key: str, value: str) -> list[int]:
     """The processes (readable by this user) whose environment holds key=value."""
     want = f"{key}={value}".encode()

@@ -79,10 +79,14 @@ def needs(spec: ModelSpec, method: str, layers_per_process: int | None = None) -
 def layers_per_process(spec: ModelSpec, method: str, ram: int) -> int | None:
     """How many layers one converter process may convert within `ram`: None when the whole conversion fits in one,
     0 when not even one layer does."""
-    if needs(spec, method).ram <= ram:
+    whole = needs(spec, method)
+    if whole.ram <= ram:
         return None
-    fitting = [k for k in range(1, spec.moe_layer_count) if needs(spec, method, k).ram <= ram]
-    return max(fitting, default=0)
+    if whole.scratch <= 0:
+        return 0
+    # needs(k).ram grows by one converted layer (its .kt files: `scratch`) per layer a process keeps
+    fixed = whole.ram - whole.scratch * whole.layers
+    return max(0, min(whole.layers - 1, (ram - fixed) // whole.scratch))
 
 
 def refusal(spec: ModelSpec, method: str, flags: tuple[str, ...]) -> str | None:

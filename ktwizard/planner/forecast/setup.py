@@ -20,6 +20,8 @@ from ktwizard.planner.forecast.speeds import (
 )
 from ktwizard.planner.forecast.terms import CORE_BW, TERMS, Terms
 
+PROBED = "probe --bandwidth"  # a measured read with no source of its own: this machine's probe measured it
+
 
 @dataclass(frozen=True)
 class Setup:
@@ -39,7 +41,7 @@ class Setup:
     threshold: int | None  # --kt-gpu-prefill-token-threshold; None: no layerwise prefill
     hit_rate: float | None = None  # share of routed calls the GPU serves; None: gpu_experts / experts (uniform)
     measured_bps: float | None = None  # probe --bandwidth: read bandwidth per socket; None when not measured
-    measured_source: str = "probe --bandwidth"  # or the published measurement a host spec carries
+    measured_source: str = PROBED  # or the published measurement a host spec carries
     kv_dtype_bytes: int = 2  # the rendered --kv-cache-dtype: 1 for fp8_e4m3 (decode reads the cache in it), else 2
     decode_cycles: float = (
         0.0  # core cycles per weight decoding a microscaled expert weight (speeds.weight_decode_cycles)
@@ -87,7 +89,7 @@ def setup_for(
         threshold=threshold,
         hit_rate=hit_rate,
         measured_bps=measured_per_socket(host),
-        measured_source=next((b.source for b in host.memory.measured if b.source), "probe --bandwidth"),
+        measured_source=next((b.source for b in host.memory.measured if b.source), PROBED),
         kv_dtype_bytes=kv_dtype_bytes,
         decode_cycles=decode_cycles,
         vec_flops_per_cycle=vec,
