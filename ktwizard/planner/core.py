@@ -33,6 +33,11 @@ if TYPE_CHECKING:  # a routing recording's reader (zipfile, its unpickler) loads
 
 AUTO_CONTEXT_CAP = 131072
 MIN_CONTEXT = 4096
+RATED_MEMORY = "the forecast's CPU side reads the host memory at its rating, not measured"
+MEASURE_MEMORY = (
+    "`ktwizard probe --bandwidth` measures it, or a host spec's memory.measured carries a measurement (memory can run "
+    "far below its rating: ktransformers#1730's read at a quarter of it, docs/forecast.md)"
+)
 
 
 def _layerwise(spec: ModelSpec, choice: MethodChoice, goals: Goals) -> tuple[bool, Notice | None]:
@@ -255,6 +260,8 @@ def _with_forecast(
             "memory_bus_width and memory_clock_mhz for the card in the host spec"
         )
         result = replace(result, notices=(*result.notices, Notice("warn", fc.gpu_note, fix)))
+    if setup.measured_bps is None:  # nor for the memory: its rating is all the CPU side rests on
+        result = replace(result, notices=(*result.notices, Notice("info", RATED_MEMORY, MEASURE_MEMORY)))
     return result
 
 

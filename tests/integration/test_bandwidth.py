@@ -17,6 +17,7 @@ from ktwizard.host.bandwidth import last_level_cache, measure_node
 from ktwizard.host.profile import NodeBandwidth, NumaNode
 from ktwizard.host.spec import load_host
 from ktwizard.models.presets import get_preset
+from ktwizard.planner.core import MEASURE_MEMORY, RATED_MEMORY
 from ktwizard.planner.forecast.explain import rests_on
 from ktwizard.planner.forecast.model import decode_step
 from ktwizard.planner.forecast.setup import cpu_bandwidth, setup_for
@@ -111,8 +112,22 @@ def test_a_saved_profile_with_measured_nodes_plans_with_them(tmp_path):
     spec_plan = run_cli(*args, "--host", str(EPYC))
     assert "read measured" not in spec_plan.stdout
     # a rated figure says so, and how to measure it; a measured one does not
-    assert "rated, not measured: `ktwizard probe --bandwidth`" in " ".join(spec_plan.stdout.split())
-    assert "rated, not measured" not in " ".join(out.stdout.split())
+    assert f"{RATED_MEMORY} — {MEASURE_MEMORY}" in " ".join(spec_plan.stdout.split())
+    assert RATED_MEMORY not in " ".join(out.stdout.split())
+
+
+def test_the_wizard_says_the_memory_is_rated_as_the_cli_does(tmp_path):
+    """The Plan step's notes pane draws the same plan's notices (app/planning.make_plan, tui/widgets.notes_text)."""
+    from ktwizard.app.planning import make_plan
+    from ktwizard.inputs import resolve_model
+    from ktwizard.planner.types import Goals
+    from ktwizard.tui.widgets import notes_text
+
+    model = resolve_model("minimax-m2", None)
+    rated = notes_text(make_plan(load_host(str(EPYC)), model, Goals(context=8192))).plain
+    assert RATED_MEMORY in rated and "ktwizard probe --bandwidth" in rated
+    measured = spec_with(tmp_path, {"read_gbps": 150, "source": "STREAM"})
+    assert RATED_MEMORY not in notes_text(make_plan(load_host(str(measured)), model, Goals(context=8192))).plain
 
 
 def spec_with(tmp_path, measured: object) -> Path:

@@ -30,13 +30,7 @@ def rests_on(s: Setup, st: StepTime, t: Terms = TERMS) -> tuple[str, ...]:
             if s.measured_bps is not None
             else ""
         )
-        + f", capped at {s.threads} threads x {CORE_BW / 1e9:.0f} GB/s; {st.cpu_s * 1e3:.1f} ms per step"
-        + (
-            "; the memory is rated, not measured: `ktwizard probe --bandwidth` reads it (memory can run far below its"
-            " rating: ktransformers#1730's read at a quarter of it, docs/forecast.md)"
-            if s.measured_bps is None
-            else ""
-        ),
+        + f", capped at {s.threads} threads x {CORE_BW / 1e9:.0f} GB/s; {st.cpu_s * 1e3:.1f} ms per step",
         f"GPU: dense weights and GPU experts read at {t.gpu_bw_eff:.2f} x {s.gpu.bandwidth / 1e12:.2f} TB/s "
         f"({s.gpu.why}), KV at {t.attn_bw_eff:.2f} x that (decode attention, one query token per stream); "
         f"{st.gpu_s * 1e3:.1f} ms per step",
